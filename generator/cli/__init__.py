@@ -1,0 +1,1 @@
+"""The `trainer-policy` command line."""

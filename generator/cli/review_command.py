@@ -1,0 +1,101 @@
+"""`trainer-policy review`: would Gatekeeper admit this request?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from generator.errors import InputError
+from generator.gatekeeper.documents import read_documents, read_single
+from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider, ProviderClient
+from generator.gatekeeper.policy_set import PolicySet, load_policy_set, with_parameters
+from generator.gatekeeper.review import request_from_document
+from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
+from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
+from provider.handler import ProviderHandler
+from provider.sources import StaticJobSetSource
+
+EXIT_ALLOWED, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "review",
+        help="evaluate one admission request the way Gatekeeper would",
+        description=(
+            "Evaluate an admission.k8s.io/v1 AdmissionReview (or a bare object, taken as CREATE) against the "
+            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error."
+        ),
+    )
+    parser.add_argument("review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object")
+    parser.add_argument(
+        "--objects", nargs="+", action="extend", default=[], metavar="FILE",
+        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process provider",
+    )
+    parser.add_argument("--provider-url", help="call a running external data provider at this https:// URL instead")
+    parser.add_argument("--ca-file", help="CA bundle that signed the provider's serving certificate")
+    parser.add_argument("--client-cert", help="client certificate for a provider that requires mTLS")
+    parser.add_argument("--client-key", help="key of --client-cert")
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, help="Trainer version profile (default %(default)s)")
+    parser.add_argument(
+        "--constraints", nargs="+", action="extend", metavar="DIR",
+        help="templates, constraints and Provider objects to use (default: bundles/gatekeeper/<profile>)",
+    )
+    parser.add_argument("--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}}")
+    parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    parser.set_defaults(run=run)
+
+
+def _providers(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> dict[
+    str, ProviderClient
+]:
+    if args.provider_url:
+        if not args.ca_file:
+            raise InputError("--ca-file", "required with --provider-url")
+        if bool(args.client_cert) != bool(args.client_key):
+            raise InputError("--client-cert", "--client-cert and --client-key go together")
+        cert = (args.client_cert, args.client_key) if args.client_cert else None
+        return {
+            name: HttpsProvider(args.provider_url, args.ca_file, timeout=p.timeout_seconds, client_cert=cert)
+            for name, p in policy_set.providers.items()
+        }
+    handler = ProviderHandler(StaticJobSetSource(objects))
+    return {name: InProcessProvider(handler.handle) for name in policy_set.providers}
+
+
+def _load_parameters(path: str) -> dict[str, Any]:
+    doc = read_single(path)
+    return doc.body
+
+
+def run(args: argparse.Namespace) -> int:
+    constraint_dirs = args.constraints or [gatekeeper_bundle_dir(args.profile)]
+    for directory in constraint_dirs:
+        if not Path(directory).exists():
+            raise InputError(str(directory), "no such constraints folder (unknown --profile?)")
+    request = request_from_document(read_single(args.review))
+    objects = [doc.body for path in args.objects for doc in read_documents(path)]
+    policy_set = load_policy_set(constraint_dirs)
+    if args.parameters:
+        policy_set = with_parameters(policy_set, _load_parameters(args.parameters), args.parameters)
+    with GatekeeperRunner(policy_set, _providers(args, policy_set, objects), objects=objects) as runner:
+        result = runner.review(request)
+    if args.output == "json":
+        print(json.dumps(result.as_json(), indent=2, sort_keys=True))
+    else:
+        _print_text(result)
+    if result.errors:
+        print(f"trainer-policy review: {result.errors[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_ALLOWED if result.allowed else EXIT_DENIED
+
+
+def _print_text(result: ReviewResult) -> None:
+    print("allowed" if result.allowed and not result.errors else "denied")
+    for v in result.violations:
+        print(f"[{v.enforcement_action}] {v.constraint}: {v.msg}")
+    for error in result.errors:
+        print(f"[error] {error}")

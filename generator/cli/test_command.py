@@ -1,0 +1,66 @@
+"""`trainer-policy test`: Rego unit tests and gator-format suites on the engine."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from generator.errors import InputError
+from generator.paths import BUNDLES_DIR, POLICIES_DIR
+from generator.testing.outcome import Coverage, TestOutcome
+from generator.testing.rego_tests import run_rego_tests
+from generator.testing.suites import find_suites, run_suite
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "test",
+        help="run the Rego unit tests and gator suites on the engine",
+        description=(
+            "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders "
+            "(default: policies/ and bundles/). Ends with a line `N passed, N failed`."
+        ),
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="folders to test (default: policies bundles)")
+    parser.add_argument("--coverage", action="store_true", help="report line coverage of the non-test Rego modules")
+    parser.add_argument(
+        "--threshold", type=float, default=None, metavar="PCT", help="with --coverage: fail below this percentage"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print failures only")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths] or [POLICIES_DIR, BUNDLES_DIR]
+    for path in paths:
+        if not path.is_dir():
+            raise InputError(str(path), "no such folder")
+    coverage = Coverage() if args.coverage or args.threshold is not None else None
+    outcomes: list[TestOutcome] = []
+    for path in paths:
+        outcomes += run_rego_tests(path, coverage)
+        for suite in find_suites(path):
+            outcomes += run_suite(suite)
+    for outcome in outcomes:
+        if not outcome.passed:
+            print(f"FAIL {outcome.name}: {outcome.detail}")
+        elif not args.quiet:
+            print(f"PASS {outcome.name}")
+    status = 0 if all(o.passed for o in outcomes) else 1
+    if coverage is not None:
+        status = max(status, _report_coverage(coverage, args.threshold))
+    passed = sum(o.passed for o in outcomes)
+    print(f"{passed} passed, {len(outcomes) - passed} failed")
+    return status
+
+
+def _report_coverage(coverage: Coverage, threshold: float | None) -> int:
+    for name, (covered, total) in coverage.files().items():
+        missing = coverage.missing_lines(name)
+        suffix = f" (not covered: {', '.join(map(str, missing))})" if missing else ""
+        print(f"coverage {name}: {covered}/{total}{suffix}")
+    print(f"coverage total: {coverage.percent:.1f}%")
+    if threshold is not None and coverage.percent < threshold:
+        print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%")
+        return 1
+    return 0

@@ -1,0 +1,72 @@
+"""Rego source facts read with OPA's own parser (`rego.parse_module`), never with regexes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from generator.engine.embedded import EmbeddedOpaEngine
+from generator.errors import EngineError
+
+_PARSE = "m := rego.parse_module(input.file, input.source)"
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    package: str
+    rule_names: frozenset[str]
+    data_refs: frozenset[str]
+    """Dotted prefixes `data.<first>.<second>` of every `data` reference, imports included."""
+
+
+class RegoParser:
+    """Parses modules in an engine of its own, so a bad module never poisons a policy engine."""
+
+    def __init__(self) -> None:
+        self._engine: EmbeddedOpaEngine | None = None
+
+    def parse(self, file: str, source: str) -> ModuleFacts:
+        if self._engine is None:
+            self._engine = EmbeddedOpaEngine()
+        try:
+            result = self._engine.eval_query(_PARSE, {"file": file, "source": source})
+        except EngineError:
+            self._engine.close()
+            self._engine = None
+            raise
+        module = result.bindings[0]["m"]
+        return ModuleFacts(
+            package=".".join(_ref_names(module["package"]["path"])[1:]),
+            rule_names=frozenset(_rule_name(rule) for rule in module.get("rules") or []),
+            data_refs=frozenset(_data_refs(module)),
+        )
+
+
+def _ref_names(ref: list[dict[str, Any]]) -> list[str]:
+    return [str(term["value"]) for term in ref if term.get("type") in ("var", "string")]
+
+
+def _rule_name(rule: dict[str, Any]) -> str:
+    head = rule["head"]
+    if head.get("name"):
+        return head["name"]
+    return _ref_names(head.get("ref") or [])[0]
+
+
+def _data_refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        if node.get("type") == "ref" and isinstance(node.get("value"), list):
+            terms = node["value"]
+            if terms and terms[0] == {"type": "var", "value": "data"}:
+                names = []
+                for term in terms[1:3]:
+                    if term.get("type") != "string":
+                        break
+                    names.append(term["value"])
+                yield ".".join(["data", *names])
+        for value in node.values():
+            yield from _data_refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _data_refs(item)

@@ -1,0 +1,1 @@
+"""A Gatekeeper-faithful runner: templates, constraints, match, inventory, external_data."""

@@ -1,0 +1,1 @@
+"""Running Rego unit tests and gator-format suites on the engine."""

@@ -1,0 +1,28 @@
+"""pytest plugin: the ``kube`` marker and the session-scoped ``kube_cluster`` fixture.
+
+Registered once per session, either by ``tests/kube/conftest.py`` or by a root
+``tests/conftest.py`` holding ``pytest_plugins = ["tests.kube.plugin"]``. (Listing
+``tests.kube.conftest`` there instead fails: pytest then meets the same module again as the
+folder's own conftest and raises "Plugin already registered under a different name".)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.kube.cluster import KubeCluster
+
+KUBE_MARKER = "kube: starts a real kube-apiserver + etcd on 127.0.0.1 (built from Debian packages)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", KUBE_MARKER)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> Iterator[KubeCluster]:
+    """One cluster for the whole session; its processes die with the session even on failure."""
+    with KubeCluster.start() as cluster:
+        yield cluster

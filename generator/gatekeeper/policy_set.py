@@ -56,6 +56,21 @@ def _provider(doc: Document) -> ProviderObject:
     return ProviderObject(name, url, float(timeout), str(dig(doc.body, "spec", "caBundle") or ""))
 
 
+def is_provider(body: dict[str, Any]) -> bool:
+    return body.get("kind") == "Provider" and body.get("apiVersion") in PROVIDER_API_VERSIONS
+
+
+def load_providers(paths: Iterable[str | Path]) -> dict[str, ProviderObject]:
+    """Only the Provider objects of the given files/folders."""
+    return {
+        provider.name: provider
+        for path in yaml_files(paths)
+        for doc in read_documents(path)
+        if is_provider(doc.body)
+        for provider in [_provider(doc)]
+    }
+
+
 def load_policy_set(paths: Iterable[str | Path], parser: RegoParser | None = None) -> PolicySet:
     """Templates, Constraints and Providers from the given files/folders; other objects are ignored."""
     parser = parser or RegoParser()
@@ -71,7 +86,7 @@ def load_policy_set(paths: Iterable[str | Path], parser: RegoParser | None = Non
                 policy_set.templates[template.kind] = template
             elif is_constraint(body):
                 constraint_docs.append(parse_constraint(doc))
-            elif body.get("kind") == "Provider" and body.get("apiVersion") in PROVIDER_API_VERSIONS:
+            elif is_provider(body):
                 provider = _provider(doc)
                 policy_set.providers[provider.name] = provider
     for constraint in constraint_docs:

@@ -67,8 +67,11 @@ def _complete(doc: Document, request: dict[str, Any], prefix: str) -> AdmissionR
         raise InputError(doc.source, f"required for {operation}", field=f"{prefix}object")
     if operation == "UPDATE" and request.get("oldObject") is None:
         raise InputError(doc.source, "required for UPDATE", field=f"{prefix}oldObject")
-    if operation == "DELETE" and request.get("oldObject") is None:
-        raise InputError(doc.source, "required for DELETE", field=f"{prefix}oldObject")
+    if operation == "DELETE":
+        if request.get("oldObject") is None:
+            raise InputError(doc.source, "required for DELETE", field=f"{prefix}oldObject")
+        # Gatekeeper's webhook evaluates DELETE with object set to the object being deleted.
+        request["object"] = request["oldObject"]
     subject = request.get("object") or request.get("oldObject") or {}
     group, version, kind = group_version_kind(subject)
     if not kind or not version:

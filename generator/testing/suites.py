@@ -1,8 +1,8 @@
 """gator-format suites (test.gatekeeper.sh/v1alpha1 Suite), run on this project's Gatekeeper runner.
 
-Differences from `gator verify`, on purpose: Provider objects found beside the suite are backed by
-the provider's own request handler over the case's inventory, so templates that call
-`external_data` can be verified here (gator registers no provider).
+Differences from `gator verify`, on purpose: Provider objects found beside the suite (in its folder)
+or in the files a test names are backed by the provider's own request handler over the case's
+inventory, so templates that call `external_data` can be verified here (gator registers no provider).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from generator.engine.rego_ast import RegoParser
 from generator.errors import InputError, TemplateError
-from generator.gatekeeper.constraint import parse_constraint
+from generator.gatekeeper.constraint import is_constraint, parse_constraint
 from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
-from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set
+from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set, load_providers
 from generator.gatekeeper.review import request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.testing.outcome import TestOutcome
@@ -80,7 +80,7 @@ def run_suite(path: Path) -> list[TestOutcome]:
     tests = doc.body.get("tests")
     if not isinstance(tests, list):
         raise InputError(doc.source, "must be a list", field="tests")
-    providers = load_policy_set([path.parent]).providers
+    beside = load_providers([path.parent])
     outcomes: list[TestOutcome] = []
     parser = RegoParser()
     for i, test in enumerate(tests):
@@ -88,7 +88,7 @@ def run_suite(path: Path) -> list[TestOutcome]:
             raise InputError(doc.source, "must be a mapping", field=f"tests[{i}]")
         if test.get("skip"):
             continue
-        outcomes += _run_test(path, i, test, providers, parser)
+        outcomes += _run_test(path, i, test, beside, parser)
     return outcomes
 
 
@@ -102,8 +102,12 @@ def _run_test(
         if not isinstance(test.get(key), str):
             raise InputError(str(path), "required: a file path", field=f"{field}.{key}")
     loaded = load_policy_set([base / test["template"]], parser)
-    policy_set = PolicySet(loaded.templates, [], providers)
-    for constraint_doc in read_documents(base / test["constraint"]):
+    named = load_providers([base / test["template"], base / test["constraint"]])
+    policy_set = PolicySet(loaded.templates, [], {**providers, **named})
+    constraints = [d for d in read_documents(base / test["constraint"]) if is_constraint(d.body)]
+    if not constraints:
+        raise InputError(str(path), f"{test['constraint']} holds no Constraint", field=f"{field}.constraint")
+    for constraint_doc in constraints:
         add_constraint(policy_set, parse_constraint(constraint_doc))
     try:
         runner = GatekeeperRunner(policy_set)

@@ -1,0 +1,1 @@
+"""Benchmarks: results as JSON under benchmarks/results/, compared with a baseline measured in the same run."""

@@ -1,0 +1,51 @@
+"""Per-review cost of the runner for a trivial one-rule template: the baseline of policy benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.common import max_rss_mib, measure, write_result
+from generator.gatekeeper.documents import Document
+from generator.gatekeeper.policy_set import load_policy_set
+from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from generator.gatekeeper.runner import GatekeeperRunner
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "trivial-template.yaml"
+
+
+def sample_trainjob(name: str = "bench") -> dict:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "suspend": True},
+    }
+
+
+def trivial_runner() -> tuple[GatekeeperRunner, AdmissionRequest]:
+    """A runner holding only the trivial template, and an UPDATE review of a TrainJob."""
+    runner = GatekeeperRunner(load_policy_set([FIXTURE]))
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"operation": "UPDATE", "object": sample_trainjob(), "oldObject": sample_trainjob()},
+    }
+    return runner, request_from_document(Document("benchmark", review))
+
+
+def measure_baseline(iterations: int = 3000) -> dict[str, float]:
+    runner, request = trivial_runner()
+    with runner:
+        result = runner.review(request)
+        assert result.allowed and not result.violations, result
+        return measure(lambda: runner.review(request), iterations=iterations)
+
+
+def main() -> None:
+    stats = measure_baseline()
+    path = write_result("trivial_baseline", {"trivial_review": stats, "max_rss_mib": max_rss_mib()})
+    print(f"trivial review: median {stats['median_ms']:.3f} ms, p99 {stats['p99_ms']:.3f} ms -> {path}")
+
+
+if __name__ == "__main__":
+    main()

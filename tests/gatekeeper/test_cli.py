@@ -1,0 +1,157 @@
+"""`trainer-policy review` and `test` as a user runs them: a real process, exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.gatekeeper.helpers import FIXTURES, admission_review, trainjob
+
+CONSTRAINTS = [str(FIXTURES / "templates.yaml"), str(FIXTURES / "constraints.yaml"),
+               str(FIXTURES / "external-constraint.yaml")]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def write_yaml(path: Path, body) -> str:
+    path.write_text(yaml.safe_dump(body) if not isinstance(body, str) else body)
+    return str(path)
+
+
+def review(tmp_path, body, *extra: str) -> subprocess.CompletedProcess:
+    return cli("review", write_yaml(tmp_path / "review.yaml", body), "--constraints", *CONSTRAINTS, *extra)
+
+
+def test_review_json_of_a_denied_update(tmp_path):
+    old = trainjob(labels={"team": "a", "cost-center": "c", "owner": "o"}, owner="alice", keys=[])
+    new = {**old, "spec": {"owner": "bob", "keys": []}}
+    proc = review(tmp_path, admission_review("UPDATE", new, old), "-o", "json")
+    assert proc.returncode == 1, proc.stderr
+    body = json.loads(proc.stdout)
+    assert body["allowed"] is False
+    by_constraint = {v["constraint"]: v for v in body["violations"]}
+    assert by_constraint["immutable-owner"] == {
+        "constraint": "immutable-owner",
+        "template": "k8simmutablename",
+        "enforcementAction": "deny",
+        "msg": "owner changed from alice to bob",
+        "details": {},
+    }
+    assert set(by_constraint) == {"immutable-owner", "echo"}
+
+
+def test_review_of_a_bare_object_is_a_create_and_allowed(tmp_path):
+    bare = write_yaml(tmp_path / "job.yaml", trainjob(labels={"team": "a", "cost-center": "c", "owner": "o"}))
+    proc = cli("review", bare, "--constraints", *CONSTRAINTS[:2], "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"allowed": True, "violations": []}
+    proc = cli("review", bare, "--constraints", *CONSTRAINTS[:2], "-o", "json")
+    unlabelled = write_yaml(tmp_path / "bare.yaml", trainjob(labels={}))
+    proc = cli("review", unlabelled, "--constraints", *CONSTRAINTS[:2], "-o", "json")
+    assert proc.returncode == 1
+    assert "label team is required" in proc.stdout
+
+
+def test_review_objects_back_the_in_process_provider(tmp_path):
+    jobset = FIXTURES / "suite" / "jobset.yaml"
+    proc = review(tmp_path, trainjob(keys=["team-a/job1"], labels={"team": "a"}), "--objects", str(jobset),
+                  "-o", "json")
+    [echo] = [v for v in json.loads(proc.stdout)["violations"] if v["constraint"] == "echo"]
+    assert echo["details"]["responses"] == [["team-a/job1", {"found": True, "activeReplicatedJobs": ["node"]}]]
+
+
+def test_review_text_output(tmp_path):
+    proc = review(tmp_path, trainjob(labels={}))
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "denied"
+    assert "[deny] team-label: metadata.labels: Required: label team is required" in lines
+    assert "[warn] cost-center-warn: metadata.labels: Required: label cost-center is required" in lines
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("kind: [unclosed", r"review.yaml: invalid YAML at line 1"),
+        ("- a\n- b\n", r"review.yaml: expected a mapping"),
+        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "PATCH"}},
+         r"review.yaml: request.operation: must be one of CREATE, UPDATE, DELETE, CONNECT"),
+        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+          "request": {"operation": "UPDATE", "object": trainjob()}},
+         r"review.yaml: request.oldObject: required for UPDATE"),
+        ({"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {}},
+         r"review.yaml: apiVersion: must be one of"),
+        ({"metadata": {"name": "x"}}, r"review.yaml: object: must have apiVersion and kind"),
+        (b"\xff\xfe".decode("latin-1"), r"review.yaml: "),
+    ],
+)
+def test_malformed_review_is_one_line_and_exit_2(tmp_path, content, expected):
+    proc = review(tmp_path, content)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert __import__("re").search(expected, proc.stderr), proc.stderr
+
+
+def test_missing_files_and_bad_parameters_exit_2(tmp_path):
+    proc = cli("review", str(tmp_path / "nope.yaml"), "--constraints", *CONSTRAINTS)
+    assert proc.returncode == 2 and "nope.yaml: No such file or directory" in proc.stderr
+    params = write_yaml(tmp_path / "params.yaml", {"team-label": {"label": ["not", "a", "string"]}})
+    proc = review(tmp_path, trainjob(), "--parameters", params)
+    assert proc.returncode == 2
+    assert "params.yaml: spec.parameters.label: ['not', 'a', 'string'] is not of type 'string'" in proc.stderr
+    proc = cli("review", write_yaml(tmp_path / "r.yaml", trainjob()), "--profile", "v9.9")
+    assert proc.returncode == 2 and "no such constraints folder" in proc.stderr
+
+
+def test_engine_error_in_a_template_exits_2_naming_it(tmp_path):
+    broken = (FIXTURES / "templates.yaml").read_text().split("---")[1].replace("old != new", "old != nope(new)")
+    template = write_yaml(tmp_path / "broken.yaml", broken)
+    proc = cli("review", write_yaml(tmp_path / "r.yaml", trainjob()), "--constraints", template)
+    assert proc.returncode == 2
+    assert "template k8simmutablename: Rego does not compile" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_every_command_has_help():
+    for args in (["--help"], ["review", "--help"], ["test", "--help"]):
+        proc = cli(*args)
+        assert proc.returncode == 0 and "usage: trainer-policy" in proc.stdout
+
+
+def test_test_command_passes_rego_tests_and_suites():
+    proc = cli("test", str(FIXTURES / "rego-pass"), str(FIXTURES / "suite"), "--coverage", "--threshold", "100")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "PASS data.owner_test.test_has_owner" in lines
+    assert any(line.endswith("required-label/unlabelled-update") and line.startswith("PASS") for line in lines)
+    assert any("external/jobset-from-inventory" in line for line in lines)
+    assert "coverage owner.rego: 2/2" in lines
+    assert lines[-1] == "7 passed, 0 failed"
+
+
+def test_test_command_reports_failures_and_errors():
+    proc = cli("test", str(FIXTURES / "rego-fail"))
+    assert proc.returncode == 1
+    assert "FAIL data.broken_test.test_fails: undefined" in proc.stdout
+    assert "FAIL data.broken_test.test_errors: error:" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == "1 passed, 2 failed"
+
+
+def test_coverage_threshold_fails_below(tmp_path):
+    (tmp_path / "p.rego").write_text("package p\n\nf(x) := 1 if x > 1\n\ng(x) := 2 if x < 1\n")
+    (tmp_path / "p_test.rego").write_text("package p_test\n\nimport data.p\n\ntest_f if p.f(2) == 1\n")
+    proc = cli("test", str(tmp_path), "--coverage", "--threshold", "95")
+    assert proc.returncode == 1
+    assert "coverage total: 50.0%" in proc.stdout
+    assert "coverage 50.0% is below the threshold 95.0%" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == "1 passed, 0 failed"

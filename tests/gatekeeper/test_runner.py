@@ -1,0 +1,128 @@
+"""The Gatekeeper runner against hand-built templates: decisions, inventory, enforcementAction, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.errors import InputError, TemplateError
+from generator.gatekeeper.policy_set import load_policy_set, with_parameters
+from generator.gatekeeper.runner import GatekeeperRunner
+from tests.gatekeeper.helpers import FIXTURES, request, trainjob
+
+ALL_LABELS = {"team": "a", "cost-center": "c1", "owner": "me"}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    policy_set = load_policy_set([FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"])
+    with GatekeeperRunner(policy_set) as r:
+        yield r
+
+
+def test_create_with_all_labels_is_allowed(runner):
+    result = runner.review(request("CREATE", trainjob(labels=ALL_LABELS)))
+    assert result.allowed
+    assert result.violations == []
+
+
+def test_create_missing_label_is_denied_with_the_lib_helpers_shape(runner):
+    result = runner.review(request("CREATE", trainjob(labels={"cost-center": "c", "owner": "o"})))
+    assert not result.allowed
+    [violation] = result.violations
+    assert violation.constraint == "team-label"
+    assert violation.template == "k8srequiredlabel"
+    assert violation.enforcement_action == "deny"
+    assert violation.msg == "metadata.labels: Required: label team is required"
+    assert violation.details == {"field": "metadata.labels", "type": "Required", "detail": "label team is required"}
+
+
+def test_warn_and_dryrun_violations_are_reported_but_allow(runner):
+    result = runner.review(request("CREATE", trainjob(labels={"team": "a"})))
+    assert result.allowed
+    actions = {v.constraint: v.enforcement_action for v in result.violations}
+    assert actions == {"cost-center-warn": "warn", "owner-dryrun": "dryrun"}
+
+
+def test_update_sees_old_object(runner):
+    old = trainjob(labels=ALL_LABELS, owner="alice")
+    new = trainjob(labels=ALL_LABELS, owner="bob")
+    result = runner.review(request("UPDATE", new, old))
+    assert [v.msg for v in result.violations] == ["owner changed from alice to bob"]
+    assert not result.allowed
+    assert runner.review(request("UPDATE", old, old)).allowed
+
+
+def test_namespace_glob_and_exclusion(runner):
+    no_team = {"cost-center": "c", "owner": "o"}
+    assert not runner.review(request("CREATE", trainjob(namespace="team-b", labels=no_team))).allowed
+    assert runner.review(request("CREATE", trainjob(namespace="research", labels=no_team))).allowed
+    assert runner.review(request("CREATE", trainjob(namespace="team-exempt", labels=no_team))).allowed
+
+
+def test_other_kinds_do_not_match(runner):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"}}
+    result = runner.review(request("CREATE", pod))
+    assert result.allowed and result.violations == []
+
+
+def test_delete_matches_on_old_object(runner):
+    result = runner.review(request("DELETE", None, trainjob(labels={})))
+    assert {v.constraint for v in result.violations} == {"team-label", "cost-center-warn", "owner-dryrun"}
+
+
+def test_inventory_lookups_namespaced_and_cluster():
+    policy_set = load_policy_set([FIXTURES / "templates.yaml"])
+    from generator.gatekeeper.constraint import Constraint
+    from generator.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sInventoryRef", "refs", {}, {}, "deny", "test"))
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
+    cls = {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}}
+    job = trainjob(configRef="cfg", className="gold")
+    with GatekeeperRunner(policy_set) as runner:
+        assert sorted(v.msg for v in runner.review(request("CREATE", job)).violations) == [
+            "class gold not found",
+            "configmap team-a/cfg not found",
+        ]
+        runner.set_objects([configmap, cls])
+        assert runner.review(request("CREATE", job)).violations == []
+        runner.set_objects([{**configmap, "metadata": {"name": "cfg", "namespace": "team-b"}}, cls])
+        assert [v.msg for v in runner.review(request("CREATE", job)).violations] == ["configmap team-a/cfg not found"]
+
+
+def test_parameters_file_overrides_and_is_validated():
+    policy_set = load_policy_set([FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"])
+    updated = with_parameters(policy_set, {"team-label": {"label": "squad"}}, "params.yaml")
+    with GatekeeperRunner(updated) as runner:
+        result = runner.review(request("CREATE", trainjob(labels=ALL_LABELS)))
+    assert [v.msg for v in result.violations] == ["metadata.labels: Required: label squad is required"]
+    with pytest.raises(InputError, match=r"params.yaml: spec.parameters.label: 5 is not of type 'string'"):
+        with_parameters(policy_set, {"team-label": {"label": 5}}, "params.yaml")
+    with pytest.raises(InputError, match="no constraint named 'nope'"):
+        with_parameters(policy_set, {"nope": {}}, "params.yaml")
+
+
+def test_template_that_fails_to_compile_names_the_template(tmp_path):
+    broken = (FIXTURES / "templates.yaml").read_text().split("---")[1].replace(
+        "old != new", "old != undefined_function(new)"
+    )
+    (tmp_path / "broken.yaml").write_text(broken)
+    with pytest.raises(TemplateError, match=r"template k8simmutablename: Rego does not compile: .*undefined function"):
+        GatekeeperRunner(load_policy_set([tmp_path / "broken.yaml"]))
+
+
+def test_evaluation_error_is_an_error_never_allowed(tmp_path):
+    template = (FIXTURES / "templates.yaml").read_text().split("---")[1].replace(
+        'msg := sprintf("owner changed from %v to %v", [old, new])',
+        'msg := sprintf("%v", [to_number(new)])',
+    )
+    (tmp_path / "t.yaml").write_text(template)
+    policy_set = load_policy_set([tmp_path / "t.yaml"])
+    from generator.gatekeeper.constraint import Constraint
+    from generator.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sImmutableName", "c", {}, {}, "deny", "test"))
+    with GatekeeperRunner(policy_set) as runner:
+        result = runner.review(request("UPDATE", trainjob(owner="x-not-a-number"), trainjob(owner="a")))
+    assert not result.allowed
+    assert result.errors and result.errors[0].startswith("template k8simmutablename: evaluation failed:")

@@ -12,7 +12,7 @@ from generator.errors import InputError
 from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider, ProviderClient
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set, with_parameters
-from generator.gatekeeper.review import request_from_document
+from generator.gatekeeper.review import audit_request, request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
 from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
 from provider.handler import ProviderHandler
@@ -45,6 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="templates, constraints and Provider objects to use (default: bundles/gatekeeper/<profile>)",
     )
     parser.add_argument("--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}}")
+    parser.add_argument(
+        "--audit", action="store_true",
+        help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo)",
+    )
     parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
     parser.set_defaults(run=run)
 
@@ -77,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
         if not Path(directory).exists():
             raise InputError(str(directory), "no such constraints folder (unknown --profile?)")
     request = request_from_document(read_single(args.review))
+    if args.audit:
+        if request.object is None:
+            raise InputError(args.review, "audit needs an object", field="object")
+        request = audit_request(request.object)
     objects = [doc.body for path in args.objects for doc in read_documents(path)]
     policy_set = load_policy_set(constraint_dirs)
     if args.parameters:

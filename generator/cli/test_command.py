@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = [Path(p) for p in args.paths] or [POLICIES_DIR, BUNDLES_DIR]
+    paths = [Path(p) for p in args.paths] or [p for p in (POLICIES_DIR, BUNDLES_DIR) if p.is_dir()]
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")

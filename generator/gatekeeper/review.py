@@ -43,6 +43,20 @@ class AdmissionRequest:
         return self.body
 
 
+def audit_request(obj: dict[str, Any]) -> AdmissionRequest:
+    """The review Gatekeeper's audit builds for a synced object: no operation, oldObject or userInfo."""
+    group, version, kind = group_version_kind(obj)
+    body: dict[str, Any] = {
+        "kind": {"group": group, "version": version, "kind": kind},
+        "name": dig(obj, "metadata", "name") or "",
+        "object": obj,
+    }
+    namespace = dig(obj, "metadata", "namespace")
+    if namespace:
+        body["namespace"] = namespace
+    return AdmissionRequest(body)
+
+
 def request_from_document(doc: Document) -> AdmissionRequest:
     body = doc.body
     if body.get("kind") == "AdmissionReview":

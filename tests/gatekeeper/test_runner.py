@@ -126,3 +126,14 @@ def test_evaluation_error_is_an_error_never_allowed(tmp_path):
         result = runner.review(request("UPDATE", trainjob(owner="x-not-a-number"), trainjob(owner="a")))
     assert not result.allowed
     assert result.errors and result.errors[0].startswith("template k8simmutablename: evaluation failed:")
+
+
+def test_audit_review_has_no_operation_or_old_object(runner):
+    from generator.gatekeeper.review import audit_request
+
+    job = trainjob(labels={"team": "a"}, owner="alice")
+    review = audit_request(job).as_input()
+    assert set(review) == {"kind", "name", "namespace", "object"}
+    result = runner.review(audit_request(job))
+    assert result.errors == []
+    assert {v.constraint for v in result.violations} == {"cost-center-warn", "owner-dryrun"}

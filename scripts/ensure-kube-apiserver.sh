@@ -117,7 +117,8 @@ EOF
         -o "APT::Sandbox::User=root"
         -o "Debug::NoLocking=1")
     log "apt-get update (private)"
-    "${APT[@]}" update >&2 || die "private apt-get update failed (mirror $MIRROR)"
+    "${APT[@]}" -o APT::Update::Error-Mode=any update >&2 ||
+        die "private apt-get update failed (mirror $MIRROR unreachable or incomplete)"
     apt_ready=1
 }
 

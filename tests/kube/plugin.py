@@ -1,9 +1,7 @@
 """pytest plugin: the ``kube`` marker and the session-scoped ``kube_cluster`` fixture.
 
-Registered once per session, either by ``tests/kube/conftest.py`` or by a root
-``tests/conftest.py`` holding ``pytest_plugins = ["tests.kube.plugin"]``. (Listing
-``tests.kube.conftest`` there instead fails: pytest then meets the same module again as the
-folder's own conftest and raises "Plugin already registered under a different name".)
+Registered once per session by ``tests/conftest.py`` (``pytest_plugins = ["tests.kube.plugin"]``),
+so every test folder can use the one cluster.
 """
 
 from __future__ import annotations

@@ -119,8 +119,7 @@ def test_cluster_scoped_runtime_and_namespaced_trainjob(kube_cluster: KubeCluste
 
 def test_kubeconfig_works_with_kubectl(kube_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> None:
     kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("no kubectl on PATH (optional; the cluster helpers use the REST API)")
+    assert kubectl is not None, "kubectl is part of this machine image (Debian package kubectl); it is missing"
     cache = tmp_path_factory.mktemp("kubecache")
     proc = subprocess.run(
         [kubectl, "--kubeconfig", str(kube_cluster.kubeconfig), "get", "jobsets.jobset.x-k8s.io", "-A", "-o", "name"],

@@ -96,6 +96,59 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+class CombinedTemplates:
+    """Every template in ONE engine, as Gatekeeper keeps them in one OPA: a review is converted into
+    OPA values once and all matched constraints are evaluated by one query. Libs shipped identically
+    by several templates are loaded once.
+
+    Raises EngineError when the templates cannot share an engine (same package in two templates,
+    conflicting libs); the runner then evaluates each template in its own engine.
+    """
+
+    def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData):
+        self.engine = EmbeddedOpaEngine()
+        self._queries: dict[tuple[str, ...], str] = {}
+        self._paths: dict[str, str] = {}
+        try:
+            self.engine.register_builtin("external_data", external_data, arity=1)
+            loaded: set[str] = set()
+            for template in templates:
+                if template.package in {p.rsplit(".", 1)[0] for p in self._paths.values()}:
+                    raise EngineError(f"package {template.package} is used by two templates")
+                self._paths[template.kind] = template.violation_path
+                for module in template.modules:
+                    if module.source not in loaded:
+                        loaded.add(module.source)
+                        self.engine.add_module(module.path, module.source)
+            self.engine.eval_query("x := 1")
+        except EngineError:
+            self.engine.close()
+            raise
+
+    def _query(self, kinds: tuple[str, ...]) -> str:
+        query = self._queries.get(kinds)
+        if query is None:
+            query = "; ".join(
+                f"v{i} := data.{self._paths[kind]} with input as "
+                f'{{"review": input.review, "parameters": input.parameters[{i}]}} '
+                "with data.inventory as input.inventory"
+                for i, kind in enumerate(kinds)
+            )
+            self._queries[kinds] = query
+        return query
+
+    def violations(
+        self, review: dict[str, Any], batch: list[Constraint], inventory: dict[str, Any]
+    ) -> tuple[list[list[dict[str, Any]]], list[PrintLine]]:
+        payload = {"review": review, "parameters": [c.parameters for c in batch], "inventory": inventory}
+        result = self.engine.eval_query(self._query(tuple(c.kind for c in batch)), payload)
+        bindings = result.bindings[0] if result.bindings else {}
+        return [bindings.get(f"v{i}", []) for i in range(len(batch))], result.prints
+
+    def close(self) -> None:
+        self.engine.close()
+
+
 class GatekeeperRunner:
     """Templates compiled once; each review matched against every Constraint and evaluated."""
 
@@ -109,12 +162,17 @@ class GatekeeperRunner:
         self.policy_set = policy_set
         self.external_data = ExternalData(providers or {}, cache if cache is not None else ResponseCache())
         self.compiled: dict[str, CompiledTemplate] = {}
+        self.combined: CombinedTemplates | None = None
         try:
             for kind, template in policy_set.templates.items():
                 self.compiled[kind] = CompiledTemplate(template, self.external_data)
         except TemplateError:
             self.close()
             raise
+        try:
+            self.combined = CombinedTemplates(policy_set.templates.values(), self.external_data)
+        except EngineError:
+            self.combined = None
         self.set_objects(objects)
 
     def set_objects(self, objects: Iterable[dict[str, Any]]) -> None:
@@ -126,16 +184,37 @@ class GatekeeperRunner:
         result = ReviewResult()
         ns = namespace_object(self.objects, request.namespace) if request.namespace else None
         review = request.with_namespace_object(ns).as_input()
+        matched: list[Constraint] = []
         for constraint in self.policy_set.constraints:
             try:
-                if not request_matches(constraint.match, review, ns):
-                    continue
+                if request_matches(constraint.match, review, ns):
+                    matched.append(constraint)
             except MatchError as exc:
                 result.errors.append(f"constraint {constraint.name}: match failed: {exc}")
-                continue
-            self._evaluate(constraint, review, result)
+        if matched and not self._evaluate_combined(matched, review, result):
+            for constraint in matched:
+                self._evaluate(constraint, review, result)
         result.violations.sort(key=lambda v: (v.constraint_kind, v.constraint, v.msg))
         return result
+
+    def _evaluate_combined(self, matched: list[Constraint], review: dict[str, Any], result: ReviewResult) -> bool:
+        """One query for every matched constraint; False when it failed, so each is evaluated alone to
+        attribute the error to its template."""
+        if self.combined is None:
+            return False
+        try:
+            found, prints = self.combined.violations(review, matched, self.inventory)
+        except EngineError:
+            return False
+        checked = []
+        for constraint, items in zip(matched, found, strict=True):
+            if not all(isinstance(i, dict) and isinstance(i.get("msg"), str) for i in items):
+                return False
+            checked.append((constraint, items))
+        result.prints.extend(prints)
+        for constraint, items in checked:
+            self._add_violations(constraint, items, result)
+        return True
 
     def _evaluate(self, constraint: Constraint, review: dict[str, Any], result: ReviewResult) -> None:
         compiled = self.compiled[constraint.kind]
@@ -145,6 +224,10 @@ class GatekeeperRunner:
             result.errors.append(str(exc))
             return
         result.prints.extend(prints)
+        self._add_violations(constraint, found, result)
+
+    def _add_violations(self, constraint: Constraint, found: list[dict[str, Any]], result: ReviewResult) -> None:
+        compiled = self.compiled[constraint.kind]
         for item in found:
             result.violations.append(
                 Violation(
@@ -161,6 +244,9 @@ class GatekeeperRunner:
         for compiled in self.compiled.values():
             compiled.close()
         self.compiled = {}
+        if self.combined is not None:
+            self.combined.close()
+            self.combined = None
 
     def __enter__(self) -> GatekeeperRunner:
         return self

@@ -137,3 +137,30 @@ def test_audit_review_has_no_operation_or_old_object(runner):
     result = runner.review(audit_request(job))
     assert result.errors == []
     assert {v.constraint for v in result.violations} == {"cost-center-warn", "owner-dryrun"}
+
+
+def test_all_templates_share_one_engine_and_one_query(runner):
+    assert runner.combined is not None
+    result = runner.review(request("CREATE", trainjob(labels={})))
+    assert {v.constraint for v in result.violations} == {"team-label", "cost-center-warn", "owner-dryrun"}
+
+
+def test_templates_that_cannot_share_an_engine_are_evaluated_apart(tmp_path):
+    text = (FIXTURES / "templates.yaml").read_text().split("---")[1]
+    twin = text.replace("name: k8simmutablename", "name: k8simmutabletwin").replace(
+        "kind: K8sImmutableName", "kind: K8sImmutableTwin"
+    )
+    (tmp_path / "t.yaml").write_text(text + "\n---\n" + twin)
+    policy_set = load_policy_set([tmp_path / "t.yaml"])
+    from generator.gatekeeper.constraint import Constraint
+    from generator.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sImmutableName", "a", {}, {}, "deny", "test"))
+    add_constraint(policy_set, Constraint("K8sImmutableTwin", "b", {}, {}, "warn", "test"))
+    with GatekeeperRunner(policy_set) as runner:
+        assert runner.combined is None, "both templates use package k8simmutablename"
+        result = runner.review(request("UPDATE", trainjob(owner="x"), trainjob(owner="y")))
+    assert [(v.constraint, v.msg) for v in result.violations] == [
+        ("a", "owner changed from y to x"),
+        ("b", "owner changed from y to x"),
+    ]

@@ -1,0 +1,1 @@
+"""OPA bundles of the shipped policies: build (deterministic tar.gz), sign and verify (OPA's format)."""

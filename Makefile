@@ -18,7 +18,8 @@ install: $(STAMP)
 
 ## build: verify the generated files are current, run every Rego test and suite, lint.
 build: install
-	$(BIN)/trainer-policy test --quiet
+	$(BIN)/trainer-policy generate --check
+	$(BIN)/trainer-policy test --quiet --coverage --threshold 95
 	$(BIN)/ruff check .
 
 ## test: the whole pytest suite (real OPA engine, real TLS, real kube-apiserver).

@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from generator.cli import bundle_command, review_command, test_command
+from generator.cli import bundle_command, generate_command, review_command, test_command
 from generator.errors import EngineError, InputError
 
-COMMANDS = [review_command, test_command, bundle_command]
+COMMANDS = [generate_command, review_command, test_command, bundle_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,160 @@
+"""Cost of one TrainJob UPDATE review with every TrainJob constraint of the v2.0 bundle, for 1..256 overrides.
+
+Reported as a ratio to the trivial one-rule template measured in the same run (benchmarks/trivial_baseline.py).
+Scenarios per override count:
+- unchanged: the overrides are identical (suspend flips): the common update, one structural comparison.
+- semantically_equal: every quantity rewritten (`1` -> `1000m`): a full semantic walk, still no change.
+- changed: overrides changed while suspended: semantic walk + JobSet lookup through external_data (served from
+  Gatekeeper's cache after the first call, status_code 0, as in steady state).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from benchmarks.common import max_rss_mib, measure, write_result
+from benchmarks.trivial_baseline import trivial_runner
+from generator.gatekeeper.documents import Document
+from generator.gatekeeper.external_data import InProcessProvider
+from generator.gatekeeper.match import request_matches
+from generator.gatekeeper.policy_set import load_policy_set
+from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from generator.gatekeeper.runner import GatekeeperRunner
+from generator.paths import gatekeeper_bundle_dir
+from provider.handler import ProviderHandler
+from provider.sources import StaticJobSetSource
+
+OVERRIDE_COUNTS = (1, 4, 16, 64, 256)
+PROFILE = "v2.0"
+
+
+def _override(i: int, cpu: str, memory: str) -> dict[str, Any]:
+    return {
+        "targetJobs": [{"name": f"job-{i}"}],
+        "containers": [{"name": "node", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+        "nodeSelector": {"pool": f"pool-{i % 4}"},
+    }
+
+
+def _trainjob(count: int, *, suspend: bool, cpu: str = "1", memory: str = "1Gi", last_cpu: str | None = None) -> dict:
+    overrides = [_override(i, cpu, memory) for i in range(count)]
+    if last_cpu is not None:
+        overrides[-1]["containers"][0]["resources"]["requests"]["cpu"] = last_cpu
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "bench", "namespace": "team-a"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "suspend": suspend,
+            "podSpecOverrides": overrides,
+            "managedBy": "kueue.x-k8s.io/multikueue",
+        },
+    }
+
+
+def _update(old: dict, new: dict) -> AdmissionRequest:
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"operation": "UPDATE", "object": new, "oldObject": old},
+    }
+    return request_from_document(Document("benchmark", review))
+
+
+def scenarios(count: int) -> dict[str, AdmissionRequest]:
+    base = _trainjob(count, suspend=True)
+    return {
+        "unchanged": _update(base, {**copy.deepcopy(base), "spec": {**base["spec"], "suspend": False}}),
+        "semantically_equal": _update(base, _trainjob(count, suspend=True, cpu="1000m", memory="1024Mi")),
+        "changed": _update(base, _trainjob(count, suspend=True, last_cpu="2")),
+    }
+
+
+def _jobset() -> dict[str, Any]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "bench", "namespace": "team-a"},
+        "status": {"replicatedJobsStatus": [{"name": "node", "active": 0, "succeeded": 2}]},
+    }
+
+
+def policy_runner() -> GatekeeperRunner:
+    policy_set = load_policy_set([gatekeeper_bundle_dir(PROFILE)])
+    handler = ProviderHandler(StaticJobSetSource([_jobset()]))
+    providers = {name: InProcessProvider(handler.handle) for name in policy_set.providers}
+    return GatekeeperRunner(policy_set, providers)
+
+
+def _iterations(count: int) -> int:
+    return 1000 if count <= 4 else 300 if count <= 16 else 100 if count <= 64 else 40
+
+
+def _measure(fn: Any, count: int) -> dict[str, float]:
+    return measure(fn, warmup=max(5, _iterations(count) // 10), iterations=_iterations(count))
+
+
+def _matching(runner: GatekeeperRunner, request: AdmissionRequest) -> list[str]:
+    review = request.as_input()
+    return [c.name for c in runner.policy_set.constraints if request_matches(c.match, review, None)]
+
+
+def run() -> dict[str, Any]:
+    baseline_runner, baseline_request = trivial_runner()
+    with baseline_runner:
+        baseline = measure(lambda: baseline_runner.review(baseline_request), iterations=3000)
+    results: dict[str, Any] = {}
+    same_input: dict[str, Any] = {}
+    with policy_runner() as runner, trivial_runner()[0] as trivial:
+        constraints = sorted(c.name for c in runner.policy_set.constraints)
+        for count in OVERRIDE_COUNTS:
+            requests = scenarios(count)
+            # The engine converts the whole input on every evaluation: the trivial template on the SAME
+            # request separates that (per matched constraint) from the cost of the policies themselves.
+            same = _measure(lambda r=requests["unchanged"]: trivial.review(r), count)
+            same_input[str(count)] = same
+            for name, request in requests.items():
+                result = runner.review(request)
+                assert not result.errors and result.allowed, (count, name, result.as_json())
+                matched = sum(1 for v in _matching(runner, request))
+                stats = _measure(lambda r=request: runner.review(r), count)
+                stats["matched_constraints"] = matched
+                stats["ratio_to_trivial_median"] = stats["median_ms"] / baseline["median_ms"]
+                stats["ratio_to_trivial_same_input_per_constraint"] = stats["median_ms"] / matched / same["median_ms"]
+                results.setdefault(name, {})[str(count)] = stats
+    growth = {
+        name: by_count[str(OVERRIDE_COUNTS[-1])]["median_ms"] / by_count[str(OVERRIDE_COUNTS[0])]["median_ms"]
+        for name, by_count in results.items()
+    }
+    return {
+        "profile": PROFILE,
+        "constraints": constraints,
+        "override_counts": list(OVERRIDE_COUNTS),
+        "trivial_baseline": baseline,
+        "trivial_same_input": same_input,
+        "scenarios": results,
+        "median_growth_1_to_256": growth,
+        "max_rss_mib": max_rss_mib(),
+    }
+
+
+def main() -> None:
+    payload = run()
+    path = write_result("policy_review", payload)
+    base = payload["trivial_baseline"]["median_ms"]
+    print(f"trivial baseline: median {base:.3f} ms")
+    for name, by_count in payload["scenarios"].items():
+        cells = ", ".join(
+            f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_median']:.1f}x trivial, "
+            f"{s['ratio_to_trivial_same_input_per_constraint']:.2f}x same-input/constraint, p99 {s['p99_ms']:.3f})"
+            for n, s in by_count.items()
+        )
+        print(f"{name}: {cells}")
+    print(f"-> {path}")
+
+
+if __name__ == "__main__":
+    main()

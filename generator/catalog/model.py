@@ -1,0 +1,120 @@
+"""The rule catalog's data model: a rule is metadata + a Rego template + a table of cases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.profiles import Profile
+
+Json = Any
+AUDIT = "AUDIT"
+"""Pseudo-operation of a case evaluated as Gatekeeper's audit does: no operation, no oldObject."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    schema: dict[str, Json]
+    """openAPIV3Schema of the parameter (structural: a `type` at every level)."""
+    default: Json
+    description: str
+
+
+@dataclass(frozen=True)
+class MatchKind:
+    api_groups: tuple[str, ...]
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SyncKind:
+    group: str
+    version: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class DataNeeds:
+    """What a rule reads besides the request: synced kinds (data.inventory) and external data providers."""
+
+    inventory: tuple[SyncKind, ...] = ()
+    external_data_providers: tuple[str, ...] = ()
+    """Default names of the Provider objects the rule calls (the name itself is usually a parameter)."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One violation, in Kubernetes field.Error terms."""
+
+    field: str
+    type: str
+    detail: str
+
+    @property
+    def msg(self) -> str:
+        return f"{self.field}: {self.type}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    """snake_case; becomes `test_<name>` in Rego and the sample's file name."""
+    description: str
+    object: dict[str, Json] | None
+    operation: str = "CREATE"
+    """CREATE, UPDATE, DELETE or AUDIT (no operation and no oldObject)."""
+    old_object: dict[str, Json] | None = None
+    cluster: tuple[dict[str, Json], ...] = ()
+    """Cluster objects: JobSets etc. They fill data.inventory and back the provider."""
+    parameters: dict[str, Json] | None = None
+    """Constraint parameters; None = the rule's defaults (the default Constraint)."""
+    external_data: dict[str, Json] | None = None
+    """A literal external_data response (e.g. a provider failure); None = computed from `cluster`."""
+    expected: tuple[Expected, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        return not self.expected
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    """kebab-case; the folder name and the default Constraint's name."""
+    kind: str
+    """The Constraint kind (CamelCase); the template name is its lower-case form."""
+    title: str
+    description: str
+    rationale: str
+    spec_section: str
+    version: str
+    """metadata.gatekeeper.sh/version of the template (semver)."""
+    match: tuple[MatchKind, ...]
+    operations: tuple[str, ...]
+    parameters: tuple[Parameter, ...]
+    data: DataNeeds
+    template: str
+    """jinja2 template under generator/catalog/templates/."""
+    libs: tuple[str, ...]
+    """Lib modules (names under generator/catalog/templates/lib/, without .rego) the template imports."""
+    cases: Callable[[Profile], list[Case]]
+    template_vars: dict[str, Json] = field(default_factory=dict)
+
+    @property
+    def template_name(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def package(self) -> str:
+        return self.template_name
+
+    def default_parameters(self) -> dict[str, Json]:
+        return {p.name: p.default for p in self.parameters}
+
+    def parameters_schema(self) -> dict[str, Json]:
+        return {
+            "type": "object",
+            "properties": {p.name: {**p.schema, "description": p.description} for p in self.parameters},
+        }

@@ -1,0 +1,213 @@
+"""Spec C: managedBy takes only allowed values and never changes (TrainJob and the v1 job kinds)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from generator.catalog.fixtures import V1_JOB_KINDS, trainjob, v1_job
+from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
+from generator.profiles import Profile
+
+TRAINJOB_ALLOWED = ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]
+V1_ALLOWED = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"]
+IMMUTABLE = "ManagedBy value is immutable"
+SITE = "example.com/site-controller"
+
+
+def _invalid_value(allowed: list[str]) -> str:
+    return f"ManagedBy must be {' or '.join(allowed)} if set"
+
+
+def _cases(field: str, allowed: list[str], make: Callable[..., dict[str, Any]], kinds: tuple[str, ...]) -> list[Case]:
+    invalid = Expected(field, "Invalid", _invalid_value(allowed))
+    immutable = Expected(field, "Invalid", IMMUTABLE)
+    first, second = allowed
+    cases = [
+        Case("create_unset_allowed", "Unset: allowed (the policies never default).", make(kinds[0])),
+        Case("create_explicit_null_allowed", "null is unset.", make(kinds[0], null=True)),
+        Case(
+            "create_disallowed_value",
+            "A value outside the list: Invalid.",
+            make(kinds[0], value="example.com/other"),
+            expected=(invalid,),
+        ),
+        Case(
+            "create_empty_string_is_set",
+            "An empty string is a set value outside the list.",
+            make(kinds[0], value=""),
+            expected=(invalid,),
+        ),
+        Case(
+            "create_wrong_type", "A non-string value is outside the list.", make(kinds[0], value=5), expected=(invalid,)
+        ),
+        Case(
+            "update_unchanged_allowed",
+            "Unchanged on UPDATE: allowed.",
+            make(kinds[0], value=second),
+            operation="UPDATE",
+            old_object=make(kinds[0], value=second),
+        ),
+        Case(
+            "update_value_change_immutable",
+            "Changing the value: Invalid, immutable.",
+            make(kinds[0], value=second),
+            operation="UPDATE",
+            old_object=make(kinds[0], value=first),
+            expected=(immutable,),
+        ),
+        Case(
+            "update_set_to_unset_immutable",
+            "set -> unset is a change.",
+            make(kinds[0]),
+            operation="UPDATE",
+            old_object=make(kinds[0], value=second),
+            expected=(immutable,),
+        ),
+        Case(
+            "update_unset_to_set_immutable",
+            "unset -> set is a change.",
+            make(kinds[0], value=second),
+            operation="UPDATE",
+            old_object=make(kinds[0]),
+            expected=(immutable,),
+        ),
+        Case(
+            "update_null_to_absent_unchanged",
+            "null and absent are both unset.",
+            make(kinds[0]),
+            operation="UPDATE",
+            old_object=make(kinds[0], null=True),
+        ),
+        Case(
+            "update_to_disallowed_value",
+            "Changing to a disallowed value: both violations.",
+            make(kinds[0], value="example.com/other"),
+            operation="UPDATE",
+            old_object=make(kinds[0], value=first),
+            expected=(invalid, immutable),
+        ),
+        Case(
+            "site_parameter_allows_own_controller",
+            "allowedValues adds a site's controller.",
+            make(kinds[0], value=SITE),
+            parameters={"allowedValues": [*allowed, SITE]},
+        ),
+        Case(
+            "site_parameter_message_lists_values",
+            "The detail lists the parameter's values.",
+            make(kinds[0], value="example.com/other"),
+            parameters={"allowedValues": [*allowed, SITE]},
+            expected=(Expected(field, "Invalid", _invalid_value([*allowed, SITE])),),
+        ),
+        Case(
+            "parameters_omitted_use_defaults",
+            "A Constraint without parameters uses the default list.",
+            make(kinds[0], value="example.com/other"),
+            parameters={},
+            expected=(invalid,),
+        ),
+        Case(
+            "audit_checks_value_only",
+            "Audit checks the value; no transition without oldObject.",
+            make(kinds[0], value="example.com/other"),
+            operation=AUDIT,
+            expected=(invalid,),
+        ),
+        Case(
+            "delete_is_not_checked",
+            "DELETE carries no object: nothing to check.",
+            None,
+            operation="DELETE",
+            old_object=make(kinds[0], value="example.com/other"),
+        ),
+    ]
+    for kind in kinds[1:]:
+        cases.append(
+            Case(
+                f"create_disallowed_{kind.lower()}",
+                f"{kind} is checked too.",
+                make(kind, value="example.com/other"),
+                expected=(invalid,),
+            )
+        )
+        cases.append(Case(f"create_allowed_{kind.lower()}", f"{kind} with an allowed value.", make(kind, value=second)))
+    return cases
+
+
+def _trainjob_for(p: Profile) -> Callable[..., dict[str, Any]]:
+    def make(_kind: str, value: Any = None, null: bool = False) -> dict[str, Any]:
+        return trainjob(p, managed_by=value, unset=("managedBy",) if null else ())
+
+    return make
+
+
+def _v1_job(kind: str, value: Any = None, null: bool = False) -> dict[str, Any]:
+    return v1_job(kind, managed_by=value, explicit_null=null)
+
+
+def _parameter(default: list[str]) -> Parameter:
+    return Parameter(
+        "allowedValues",
+        {"type": "array", "items": {"type": "string"}},
+        default,
+        "The allowed managedBy values (sites add their own controllers). Unset values are always allowed.",
+    )
+
+
+TRAINJOB_RULE = Rule(
+    id="trainjob-managed-by",
+    kind="TrainerTrainJobManagedBy",
+    title="TrainJob spec.managedBy takes an allowed value and never changes",
+    description=(
+        "spec.managedBy of a TrainJob, when set, must be one of the allowedValues (default: "
+        "trainer.kubeflow.org/trainjob-controller, kueue.x-k8s.io/multikueue), and it is immutable on UPDATE, "
+        "including set -> unset and unset -> set. The policy validates only; it never defaults the field."
+    ),
+    rationale=(
+        "A value other than the built-in controller's hands reconciliation to another controller (MultiKueue "
+        "dispatches to worker clusters); changing it mid-life would let two controllers fight over one job."
+    ),
+    spec_section="C",
+    version="1.0.0",
+    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
+    operations=("CREATE", "UPDATE"),
+    parameters=(_parameter(TRAINJOB_ALLOWED),),
+    data=DataNeeds(),
+    template="managed_by.rego.j2",
+    libs=("violations", "review"),
+    cases=lambda p: _cases("spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)),
+    template_vars={"field": "spec.managedBy", "path": ["spec", "managedBy"], "default_allowed": TRAINJOB_ALLOWED},
+)
+
+V1_JOB_RULE = Rule(
+    id="v1-job-managed-by",
+    kind="TrainerV1JobManagedBy",
+    title="Training Operator v1 jobs: spec.runPolicy.managedBy takes an allowed value and never changes",
+    description=(
+        "spec.runPolicy.managedBy of PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob and JAXJob "
+        "(kubeflow.org/v1), when set, must be one of the allowedValues (default: kubeflow.org/training-operator, "
+        "kueue.x-k8s.io/multikueue), and it is immutable on UPDATE, including set -> unset and unset -> set. "
+        "The specification gives the disallowed-value detail only for TrainJob; for v1 jobs this rule uses the "
+        "analogous `ManagedBy must be <values joined by ' or '> if set`, built from the allowedValues "
+        "parameter. v1 jobs are not defaulted upstream, and the policy never defaults."
+    ),
+    rationale=(
+        "Same as for TrainJob: managedBy decides which controller reconciles the job (the Training Operator or "
+        "MultiKueue); it must name a known controller and must not change while the job exists."
+    ),
+    spec_section="C",
+    version="1.0.0",
+    match=(MatchKind(("kubeflow.org",), V1_JOB_KINDS),),
+    operations=("CREATE", "UPDATE"),
+    parameters=(_parameter(V1_ALLOWED),),
+    data=DataNeeds(),
+    template="managed_by.rego.j2",
+    libs=("violations", "review"),
+    cases=lambda _p: _cases("spec.runPolicy.managedBy", V1_ALLOWED, _v1_job, V1_JOB_KINDS),
+    template_vars={
+        "field": "spec.runPolicy.managedBy",
+        "path": ["spec", "runPolicy", "managedBy"],
+        "default_allowed": V1_ALLOWED,
+    },
+)

@@ -1,0 +1,54 @@
+# METADATA
+# title: Admission review accessors
+# description: >-
+#   Safe access to input.review: the objects are {} when missing or not objects, and
+#   transition checks need an UPDATE with both objects (audit has neither operation nor oldObject).
+package lib.trainer.review
+
+# METADATA
+# title: new_object
+# description: The request's object, {} when missing (DELETE) or not an object.
+new_object := o if {
+    o := input.review.object
+    is_object(o)
+} else := {}
+
+# METADATA
+# title: old_object
+# description: The request's oldObject, {} when missing (CREATE, audit) or not an object.
+old_object := o if {
+    o := input.review.oldObject
+    is_object(o)
+} else := {}
+
+# METADATA
+# title: is_update
+# description: An UPDATE carrying both objects; never true in audit.
+is_update if {
+    input.review.operation == "UPDATE"
+    is_object(input.review.oldObject)
+    is_object(input.review.object)
+}
+
+# METADATA
+# title: applies_to
+# description: The request's operation is one of `operations`, or there is none (audit).
+applies_to(operations) if input.review.operation in operations
+
+applies_to(_) if not has_operation
+
+has_operation if _ = input.review.operation
+
+# METADATA
+# title: get
+# description: object.get that also accepts a non-object (and then returns the default).
+get(value, path, fallback) := object.get(value, path, fallback) if is_object(value)
+
+get(value, _, fallback) := fallback if not is_object(value)
+
+# METADATA
+# title: array
+# description: The value when it is an array, else [].
+array(value) := value if is_array(value)
+
+array(value) := [] if not is_array(value)

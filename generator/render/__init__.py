@@ -1,0 +1,1 @@
+"""Renderers: everything under policies/, bundles/gatekeeper/ and docs/policies/ is derived from the catalog."""

@@ -1,0 +1,131 @@
+"""docs/policies/: one Markdown page per rule (what, why, parameters, examples from the cases) and an index."""
+
+from __future__ import annotations
+
+import json
+
+from generator.catalog.model import AUDIT, Case, Rule
+from generator.profiles import Profile
+from generator.render.header import header
+from generator.render.yaml_text import dump
+
+MAX_EXAMPLES = 8
+
+
+def _html_header(source: str) -> str:
+    lines = [line.strip() for line in header(source, prefix="").splitlines()]
+    return "<!--\n" + "\n".join(lines) + "\n-->\n\n"
+
+
+def _profiles(rule: Rule, profiles: list[Profile]) -> str:
+    """The distinct violation messages each generated profile produces over the rule's cases."""
+    lines = []
+    for profile in profiles:
+        messages = sorted({e.msg for c in rule.cases(profile) for e in c.expected})
+        lines += [f"### {profile.name} (Trainer {profile.releases})", "", "```text", *messages, "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _parameters(rule: Rule) -> str:
+    if not rule.parameters:
+        return "None.\n"
+    rows = ["| name | type | default | description |", "|---|---|---|---|"]
+    for p in rule.parameters:
+        kind = p.schema.get("type", "")
+        if "enum" in p.schema:
+            kind += " (" + ", ".join(f"`{v}`" for v in p.schema["enum"]) + ")"
+        rows.append(f"| `{p.name}` | {kind} | `{json.dumps(p.default)}` | {p.description} |")
+    return "\n".join(rows) + "\n"
+
+
+def _example(case: Case) -> str:
+    operation = "audit (no operation, no oldObject)" if case.operation == AUDIT else case.operation
+    lines = [f"#### `{case.name}`", "", f"{case.description} Operation: {operation}."]
+    if case.parameters is not None:
+        lines += ["", f"Parameters: `{json.dumps(case.parameters, sort_keys=True)}`"]
+    if case.expected:
+        lines += ["", "Denied:", "", "```text", *[e.msg for e in case.expected], "```"]
+    else:
+        lines += ["", "Allowed."]
+    for title, obj in (("oldObject", case.old_object), ("object", case.object)):
+        if obj is not None:
+            lines += [
+                "",
+                f"<details><summary>{title}</summary>",
+                "",
+                "```yaml",
+                dump(obj).rstrip(),
+                "```",
+                "",
+                "</details>",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _examples(cases: list[Case]) -> list[Case]:
+    denied = [c for c in cases if c.expected]
+    allowed = [c for c in cases if not c.expected]
+    half = MAX_EXAMPLES // 2
+    return denied[:half] + allowed[: MAX_EXAMPLES - min(half, len(denied))]
+
+
+def rule_page(rule: Rule, profiles: list[Profile], default: Profile) -> str:
+    cases = rule.cases(default)
+    kinds = "; ".join(f"{', '.join(m.kinds)} ({', '.join(m.api_groups)})" for m in rule.match)
+    data = []
+    if rule.data.inventory:
+        data.append("synced " + ", ".join(f"{k.kind} ({k.group}/{k.version})" for k in rule.data.inventory))
+    if rule.data.external_data_providers:
+        data.append("external data provider " + ", ".join(f"`{p}`" for p in rule.data.external_data_providers))
+    body = [
+        f"# {rule.title}",
+        "",
+        f"Rule `{rule.id}`, Constraint kind `{rule.kind}`, template `{rule.template_name}` "
+        f"version {rule.version}. Specification section {rule.spec_section}.",
+        "",
+        "## What",
+        "",
+        " ".join(rule.description.split()),
+        "",
+        "## Why",
+        "",
+        " ".join(rule.rationale.split()),
+        "",
+        "## Applies to",
+        "",
+        f"- Kinds: {kinds}",
+        f"- Operations: {', '.join(rule.operations)}",
+        f"- Data: {'; '.join(data) if data else 'the request only'}",
+        "- Bundles: " + ", ".join(f"`bundles/gatekeeper/{p.name}/{rule.id}/`" for p in profiles),
+        "",
+        "## Parameters",
+        "",
+        _parameters(rule).rstrip(),
+        "",
+        "## Messages by profile",
+        "",
+        _profiles(rule, profiles).rstrip(),
+        "",
+        f"## Examples (profile {default.name}, from the rule's cases)",
+        "",
+        "\n".join(_example(c) for c in _examples(cases)).rstrip(),
+        "",
+        f"All {len(cases)} cases run as Rego unit tests (`policies/{rule.id}/`), as gator suites and in pytest.",
+    ]
+    return _html_header(f"generator/catalog (rule {rule.id})") + "\n".join(body) + "\n"
+
+
+def index_page(rules: list[Rule]) -> str:
+    rows = ["| rule | kind | what |", "|---|---|---|"]
+    rows += [f"| [{r.id}]({r.id}.md) | `{r.kind}` | {r.title} |" for r in rules]
+    adding = [
+        "## Adding a rule",
+        "",
+        "1. Add a module under `generator/catalog/rules/` defining a `Rule` (metadata, parameters, data needs,",
+        "   a `cases(profile)` table) and its jinja2 Rego template under `generator/catalog/templates/`.",
+        "2. Run `trainer-policy generate`: the module, its unit tests, the Gatekeeper bundles, the suites and",
+        "   this page are rendered; no renderer changes. `trainer-policy test --coverage` runs them.",
+        "3. A change to an existing template's content needs a new `Rule.version` (generation refuses otherwise).",
+    ]
+    body = ["# Policies", "", *rows, "", *adding]
+    return _html_header("generator/catalog") + "\n".join(body) + "\n"

@@ -1,0 +1,80 @@
+"""Rego modules: one per rule and profile (jinja2), plus the shared libs under lib.trainer.*."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from generator.catalog import LIB_DIR, TEMPLATES_DIR
+from generator.catalog.model import Rule
+from generator.profiles import Profile
+from generator.render.header import header
+
+LIB_PACKAGE = "lib.trainer"
+
+
+@dataclass(frozen=True)
+class Lib:
+    name: str
+    source: str
+
+    @property
+    def path(self) -> str:
+        """Relative to policies/."""
+        return f"lib/trainer/{self.name}.rego"
+
+
+def _comment(text: str, indent: int) -> str:
+    """A text as `#`-comment lines for a METADATA block (wrapped, no trailing spaces)."""
+    import textwrap
+
+    lines = textwrap.wrap(" ".join(text.split()), width=100)
+    return "\n".join(f"#{' ' * indent}{line}" for line in lines)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["comment"] = _comment
+    env.filters["tojson"] = lambda value: json.dumps(value)
+    return env
+
+
+def render_module(rule: Rule, profile: Profile) -> str:
+    """The rule's entry module for a profile: generated header, then the template's Rego."""
+    variables: dict[str, Any] = {"rule": rule, "profile": profile, **rule.template_vars}
+    body = _environment().get_template(rule.template).render(**variables)
+    return header(f"generator/catalog (rule {rule.id}, profile {profile.name})") + "\n" + _tidy(body)
+
+
+def lib(name: str) -> Lib:
+    source = (LIB_DIR / f"{name}.rego").read_text(encoding="utf-8")
+    return Lib(name, header(f"generator/catalog/templates/lib/{name}.rego") + "\n" + _tidy(source))
+
+
+def all_libs() -> list[Lib]:
+    return [lib(p.stem) for p in sorted(LIB_DIR.glob("*.rego"))]
+
+
+def _tidy(text: str) -> str:
+    """No trailing spaces, at most one blank line in a row, one final newline."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    out: list[str] = []
+    for line in lines:
+        if not line and out and not out[-1]:
+            continue
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n"

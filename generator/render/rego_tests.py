@@ -1,0 +1,64 @@
+"""`*_test.rego` beside each module, generated from the cases tables (the rules' and the libs')."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from generator.catalog.lib_cases import LibCase
+from generator.catalog.model import Case, Rule
+from generator.profiles import Profile
+from generator.render import requests
+from generator.render.header import header
+
+
+def _rego(value: Any) -> str:
+    """A JSON value as a Rego term (JSON is valid Rego); deterministic key order."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _block(value: Any, indent: str) -> str:
+    """A JSON value as a multi-line Rego term whose continuation lines start with `indent`."""
+    return json.dumps(value, sort_keys=True, indent=4).replace("\n", "\n" + indent)
+
+
+def _expected_set(case: Case) -> str:
+    items = [{"msg": e.msg, "details": {"field": e.field, "type": e.type, "detail": e.detail}} for e in case.expected]
+    if not items:
+        return "set()"
+    return "{" + ", ".join(_rego(i) for i in items) + "}"
+
+
+def _rule_test(rule: Rule, case: Case) -> str:
+    payload = {"review": requests.review_input(case), "parameters": requests.parameters(rule, case)}
+    indent = " " * 8
+    mocks = [f"{indent}with input as {_block(payload, indent)}"]
+    if case.cluster:
+        mocks.append(f"{indent}with data.inventory as {_block(requests.inventory(case), indent)}")
+    for provider in rule.data.external_data_providers[:1]:
+        answer = requests.external_data_answer(case, provider)
+        mocks.append(f"{indent}with external_data as {_block(answer, indent)}")
+    return (
+        f"# {' '.join(case.description.split())}\n"
+        f"test_{case.name} if {{\n"
+        f"    result := violation\n" + "\n".join(mocks) + "\n"
+        f"    result == {_expected_set(case)}\n"
+        "}\n"
+    )
+
+
+def render_rule_tests(rule: Rule, profile: Profile) -> str:
+    tests = "\n".join(_rule_test(rule, case) for case in rule.cases(profile))
+    source = f"generator/catalog (cases of rule {rule.id}, profile {profile.name})"
+    return f"{header(source)}\npackage {rule.package}\n\n{tests}"
+
+
+def render_lib_tests(lib: str, cases: list[LibCase]) -> str:
+    tests = "\n".join(
+        f"test_{case.name} if {{\n    {case.expression} == {_rego(case.expected)}\n}}\n"
+        if case.expected is not True
+        else f"test_{case.name} if {{\n    {case.expression}\n}}\n"
+        for case in cases
+    )
+    source = f"generator/catalog/lib_cases.py (lib {lib})"
+    return f"{header(source)}\npackage lib.trainer.{lib}\n\n{tests}"

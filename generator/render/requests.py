@@ -1,0 +1,89 @@
+"""A catalog case as Gatekeeper sees it: input.review, data.inventory and the external_data answer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from generator.catalog.model import AUDIT, Case, Rule
+from generator.gatekeeper.documents import Document, dig, group_version_kind
+from generator.gatekeeper.external_data import ExternalData, InProcessProvider
+from generator.gatekeeper.inventory import build_inventory
+from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from provider.handler import ProviderHandler
+from provider.sources import StaticJobSetSource
+
+
+def admission_review(case: Case) -> dict[str, Any]:
+    """The case as an admission.k8s.io/v1 AdmissionReview (not for AUDIT cases)."""
+    request: dict[str, Any] = {"operation": case.operation}
+    if case.object is not None:
+        request["object"] = case.object
+    if case.old_object is not None:
+        request["oldObject"] = case.old_object
+    completed = request_from_document(
+        Document(
+            case.name,
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": request,
+            },
+        )
+    ).body
+    completed["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"trainer-policy/{case.name}"))
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": completed}
+
+
+def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
+    """What Gatekeeper's audit passes as input.review: no operation, no oldObject, no userInfo."""
+    group, version, kind = group_version_kind(obj)
+    review: dict[str, Any] = {
+        "kind": {"group": group, "version": version, "kind": kind},
+        "name": dig(obj, "metadata", "name") or "",
+        "object": obj,
+    }
+    namespace = dig(obj, "metadata", "namespace")
+    if namespace:
+        review["namespace"] = namespace
+    return review
+
+
+def review_input(case: Case) -> dict[str, Any]:
+    """input.review for the case."""
+    if case.operation == AUDIT:
+        assert case.object is not None, case.name
+        return audit_review(case.object)
+    return admission_review(case)["request"]
+
+
+def admission_request(case: Case) -> AdmissionRequest:
+    return AdmissionRequest(review_input(case))
+
+
+def parameters(rule: Rule, case: Case) -> dict[str, Any]:
+    return rule.default_parameters() if case.parameters is None else case.parameters
+
+
+def inventory(case: Case) -> dict[str, Any]:
+    return build_inventory(case.cluster)
+
+
+def trainjob_key(case: Case) -> str:
+    obj = case.object or case.old_object or {}
+    return f"{dig(obj, 'metadata', 'namespace') or ''}/{dig(obj, 'metadata', 'name') or ''}"
+
+
+def external_data_answer(case: Case, provider: str) -> dict[str, Any]:
+    """The builtin's answer for the TrainJob's key: the case's literal one, or the provider's over `cluster`."""
+    if case.external_data is not None:
+        return case.external_data
+    handler = ProviderHandler(StaticJobSetSource(case.cluster))
+    builtin = ExternalData({provider: InProcessProvider(handler.handle)}, cache=None)
+    return json.loads(json.dumps(builtin({"provider": provider, "keys": [trainjob_key(case)]})))
+
+
+def suite_runnable(case: Case) -> bool:
+    """gator suites express admission requests with the default Constraint and a real provider answer."""
+    return case.operation != AUDIT and case.parameters is None and case.external_data is None

@@ -1,0 +1,186 @@
+"""OPA bundles: reproducible build, contents that evaluate, and OPA-format signatures checked independently."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from generator.bundle.archive import read_archive, write_archive
+from generator.bundle.build import build_bundle
+from generator.bundle.check import bundle_problems
+from generator.bundle.signing import (
+    SignatureError,
+    SigningKey,
+    file_hash,
+    signatures_document,
+    signed_token,
+    verify_files,
+)
+from generator.engine import EmbeddedOpaEngine
+from generator.gatekeeper.policy_set import load_policy_set
+from generator.paths import gatekeeper_bundle_dir
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def pem_pair(tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    key = rsa.generate_private_key(65537, 2048) if kind == "rsa" else ec.generate_private_key(ec.SECP256R1())
+    private = tmp_path / f"{kind}.key"
+    public = tmp_path / f"{kind}.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    proc = cli("bundle", "build", "--profile", "v2.0", "--output-dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out / "kubeflow-trainer-policy-v2.0.tar.gz"
+
+
+def test_build_is_reproducible_and_well_formed(built, tmp_path):
+    again = cli("bundle", "build", "--profile", "v2.0", "--output-dir", str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / built.name).read_bytes() == built.read_bytes()
+    with tarfile.open(built) as tar:
+        names = tar.getnames()
+        assert all(n.startswith("/") for n in names)
+        assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers())
+    files = read_archive(built)
+    manifest = json.loads(files[".manifest"])
+    assert manifest["rego_version"] == 1
+    assert "lib/trainer" in manifest["roots"] and "lib" not in manifest["roots"]
+    assert manifest["metadata"]["profile"] == "v2.0"
+    assert bundle_problems(files) == []
+
+
+def test_bundle_holds_every_template_module_verbatim(built):
+    files = read_archive(built)
+    templates = load_policy_set([gatekeeper_bundle_dir("v2.0")]).templates.values()
+    sources = {m.source for t in templates for m in t.modules}
+    assert {c.decode() for n, c in files.items() if n.endswith(".rego")} == sources
+    version = json.loads(files[".manifest"])["metadata"]["version"]
+    assert build_bundle(gatekeeper_bundle_dir("v2.0"), "v2.0", version).files == files
+
+
+def test_bundle_modules_evaluate_a_review_like_gatekeeper(built):
+    files = read_archive(built)
+    review = {
+        "operation": "CREATE",
+        "object": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                   "metadata": {"name": "j", "namespace": "a"}, "spec": {"managedBy": "example.com/other"}},
+    }
+    with EmbeddedOpaEngine() as engine:
+        engine.register_builtin("external_data", lambda _r: None, arity=1)
+        for name, content in files.items():
+            if name.endswith(".rego"):
+                engine.add_module(name, content.decode())
+        result = engine.eval_document("trainertrainjobmanagedby.violation", {"review": review, "parameters": {}})
+    assert [v["details"]["detail"] for v in result.value] == [
+        "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"
+    ]
+
+
+def test_structured_files_hash_like_opa():
+    # OPA walks parsed JSON: keys sorted, no whitespace; policies hash as raw bytes.
+    assert file_hash(".manifest", b'{ "b": 1,\n "a": [true, "x/y"] }') == hashlib.sha256(
+        b'{"a":[true,"x/y"],"b":1}'
+    ).hexdigest()
+    assert file_hash("p.rego", b"package p\n") == hashlib.sha256(b"package p\n").hexdigest()
+
+
+@pytest.mark.parametrize(("kind", "alg"), [("rsa", "RS256"), ("ec", "ES256")])
+def test_sign_and_verify_round_trip_checked_by_pyjwt(built, tmp_path, kind, alg):
+    private, public = pem_pair(tmp_path, kind)
+    signed = tmp_path / "signed.tar.gz"
+    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", alg,
+               "--key-id", "trainer", "-o", str(signed))
+    assert proc.returncode == 0, proc.stderr
+    files = read_archive(signed)
+    [token] = json.loads(files[".signatures.json"])["signatures"]
+    assert jwt.get_unverified_header(token)["kid"] == "trainer"
+    payload = jwt.decode(token, public.read_text(), algorithms=[alg])
+    listed = {f["name"]: f for f in payload["files"]}
+    assert set(listed) == set(files) - {".signatures.json"}
+    assert all(f["algorithm"] == "SHA-256" for f in listed.values())
+    rego = next(n for n in listed if n.endswith(".rego"))
+    assert listed[rego]["hash"] == hashlib.sha256(files[rego]).hexdigest()
+    proc = cli("bundle", "verify", str(signed), "--verification-key", str(public), "--key-id", "trainer")
+    assert proc.returncode == 0, proc.stdout
+    assert "signature verified" in proc.stdout
+
+
+def signed_files(built: Path, tmp_path: Path) -> tuple[dict[str, bytes], bytes]:
+    private, public = pem_pair(tmp_path, "rsa")
+    files = read_archive(built)
+    key = SigningKey.from_pem(private.read_bytes(), "RS256")
+    files[".signatures.json"] = signatures_document(signed_token(files, key, "default"))
+    return files, public.read_bytes()
+
+
+def test_tampered_file_fails_with_digest_mismatch(built, tmp_path):
+    files, public = signed_files(built, tmp_path)
+    rego = next(n for n in files if n.endswith(".rego"))
+    files[rego] += b"\n# changed\n"
+    with pytest.raises(SignatureError, match=f"{rego}: digest mismatch"):
+        verify_files(files, public)
+    write_archive(tmp_path / "t.tar.gz", files)
+    (tmp_path / "pub.pem").write_bytes(public)
+    proc = cli("bundle", "verify", str(tmp_path / "t.tar.gz"), "--verification-key", str(tmp_path / "pub.pem"))
+    assert proc.returncode == 1 and "digest mismatch" in proc.stdout
+
+
+def test_unsigned_extra_or_missing_files_and_wrong_keys_fail(built, tmp_path):
+    files, public = signed_files(built, tmp_path)
+    with pytest.raises(SignatureError, match=r"file extra\.rego not included in bundle signature"):
+        verify_files({**files, "extra.rego": b"package extra\n"}, public)
+    dropped = dict(files)
+    dropped.pop(next(n for n in files if n.endswith(".rego")))
+    with pytest.raises(SignatureError, match="listed in the signature are missing"):
+        verify_files(dropped, public)
+    (tmp_path / "other").mkdir()
+    _, other_public = pem_pair(tmp_path / "other", "ec")
+    with pytest.raises(SignatureError, match=r"the key does not fit RS256"):
+        verify_files(files, other_public.read_bytes())
+    other_rsa = rsa.generate_private_key(65537, 2048).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    with pytest.raises(SignatureError, match="does not verify"):
+        verify_files(files, other_rsa)
+    with pytest.raises(SignatureError, match="scope mismatch"):
+        verify_files(files, public, scope="write")
+    with pytest.raises(SignatureError, match="expected 'other'"):
+        verify_files(files, public, key_id="other")
+    unsigned = dict(files)
+    unsigned.pop(".signatures.json")
+    with pytest.raises(SignatureError, match="not signed"):
+        verify_files(unsigned, public)
+
+
+def test_bad_inputs_exit_2_with_one_line(built, tmp_path):
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a tarball")
+    proc = cli("bundle", "verify", str(tmp_path / "junk.tar.gz"))
+    assert proc.returncode == 2 and "junk.tar.gz: not a gzipped tar bundle" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    private, _ = pem_pair(tmp_path, "ec")
+    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", "RS256",
+               "-o", str(tmp_path / "x.tar.gz"))
+    assert proc.returncode == 2 and "ec.key: the key does not fit RS256" in proc.stderr
+    assert not (tmp_path / "x.tar.gz").exists(), "nothing half-written"
+    proc = cli("bundle", "sign", str(built), "--signing-key", str(tmp_path / "missing.pem"))
+    assert proc.returncode == 2 and "missing.pem: No such file or directory" in proc.stderr

@@ -1,0 +1,95 @@
+"""Running `trainer-policy review` in-process and Gatekeeper's runner on the generated bundles."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.cli.main import main
+from generator.gatekeeper.external_data import ProviderClient, ResponseCache
+from generator.gatekeeper.policy_set import PolicySet, load_policy_set
+from generator.gatekeeper.review import AdmissionRequest
+from generator.gatekeeper.runner import GatekeeperRunner
+from generator.paths import gatekeeper_bundle_dir
+
+
+@dataclass
+class CliReview:
+    exit_code: int
+    body: dict[str, Any]
+    stderr: str
+
+    @property
+    def messages(self) -> list[str]:
+        return sorted(v["msg"] for v in self.body.get("violations", []))
+
+
+def _write(path: Path, documents: list[dict[str, Any]]) -> str:
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    return str(path)
+
+
+def review_cli(
+    tmp_path: Path,
+    review: dict[str, Any],
+    *,
+    objects: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    profile: str = "v2.0",
+    parameters: dict[str, dict[str, Any]] | None = None,
+    extra: tuple[str, ...] = (),
+) -> CliReview:
+    """`trainer-policy review REVIEW --objects ... --profile P -o json`, in-process."""
+    argv = ["review", _write(tmp_path / "review.yaml", [review]), "--profile", profile, "-o", "json", *extra]
+    if objects:
+        argv += ["--objects", _write(tmp_path / "objects.yaml", list(objects))]
+    if parameters:
+        argv += ["--parameters", _write(tmp_path / "parameters.yaml", [parameters])]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    text = out.getvalue()
+    return CliReview(code, json.loads(text) if text.strip() else {}, err.getvalue())
+
+
+@cache
+def bundle(profile: str) -> PolicySet:
+    return load_policy_set([gatekeeper_bundle_dir(profile)])
+
+
+def runner_review(
+    profile: str,
+    request: AdmissionRequest,
+    *,
+    providers: dict[str, ProviderClient],
+    objects: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    parameters: dict[str, dict[str, Any]] | None = None,
+    cache: ResponseCache | None = None,
+):
+    """The bundle's templates and default Constraints (parameters replaced per constraint name)."""
+    policy_set = bundle(profile)
+    if parameters:
+        from generator.gatekeeper.constraint import Constraint
+
+        constraints = [
+            Constraint(c.kind, c.name, c.match, parameters.get(c.name, c.parameters), c.enforcement_action, c.source)
+            for c in policy_set.constraints
+        ]
+        policy_set = PolicySet(policy_set.templates, constraints, policy_set.providers)
+    with GatekeeperRunner(policy_set, providers, cache=cache, objects=objects) as runner:
+        return runner.review(request)
+
+
+def review_body(operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    request: dict[str, Any] = {"uid": "3b7c1d9e-0000-4000-8000-000000000001", "operation": operation}
+    if obj is not None:
+        request["object"] = obj
+    if old is not None:
+        request["oldObject"] = old
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}

@@ -88,6 +88,11 @@ def semantic_cases() -> list[LibCase]:
             True,
         ),
         ("lists_of_different_length", "[1]", "[1, 2]", False),
+        # Go's DeepEqual never equates slices of different non-zero lengths, even if the extra entry is empty.
+        ("extra_empty_entry", "[{}]", "[]", False),
+        ("nested_extra_empty_entry", '{"gates": [{}]}', '{"gates": null}', False),
+        ("nested_lists_same_length_empty_entries", '{"gates": [{}]}', '{"gates": [null]}', True),
+        ("quantity_number_and_string", '{"limits": {"cpu": 1}}', '{"limits": {"cpu": "1000m"}}', True),
     ]
     return [LibCase(name, f"same({a}, {b})" if eq else f"not same({a}, {b})", True) for name, a, b, eq in pairs]
 

@@ -177,6 +177,13 @@ def test_semantic_comparison(tmp_path):
     assert review(with_requests("1", "1Gi"), with_requests("1500m", "1Gi")) == [SUSPEND_V20]
     two = [{"targetJobs": [{"name": "node"}]}, {"targetJobs": [{"name": "launcher"}]}]
     assert review(two, list(reversed(two))) == [SUSPEND_V20]
+    # Empty values equal absent ones, but an added entry is a change even when it is empty
+    # (equality.Semantic.DeepEqual never equates lists of different lengths).
+    gated = [{"targetJobs": [{"name": "node"}], "schedulingGates": [], "nodeSelector": {}}]
+    assert review([{"targetJobs": [{"name": "node"}]}], gated) == []
+    assert review(None, [{}]) == [SUSPEND_V20]
+    with_empty_gate = [{"targetJobs": [{"name": "node"}], "schedulingGates": [{}]}]
+    assert review(with_empty_gate, [{"targetJobs": [{"name": "node"}]}]) == [SUSPEND_V20]
 
 
 def test_create_is_never_checked(tmp_path):

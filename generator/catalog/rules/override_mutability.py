@@ -319,7 +319,7 @@ RULE = Rule(
         "its scheduling gates and node selectors in separate requests, which this rule allows."
     ),
     spec_section="A, B",
-    version="1.0.0",
+    version="1.0.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("UPDATE",),
     parameters=(

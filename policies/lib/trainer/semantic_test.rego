@@ -58,3 +58,19 @@ test_lists_entries_equal_by_value if {
 test_lists_of_different_length if {
     not same([1], [1, 2])
 }
+
+test_extra_empty_entry if {
+    not same([{}], [])
+}
+
+test_nested_extra_empty_entry if {
+    not same({"gates": [{}]}, {"gates": null})
+}
+
+test_nested_lists_same_length_empty_entries if {
+    same({"gates": [{}]}, {"gates": [null]})
+}
+
+test_quantity_number_and_string if {
+    same({"limits": {"cpu": 1}}, {"limits": {"cpu": "1000m"}})
+}

@@ -107,23 +107,20 @@ def run() -> dict[str, Any]:
     with baseline_runner:
         baseline = measure(lambda: baseline_runner.review(baseline_request), iterations=3000)
     results: dict[str, Any] = {}
-    same_input: dict[str, Any] = {}
     with policy_runner() as runner, trivial_runner()[0] as trivial:
         constraints = sorted(c.name for c in runner.policy_set.constraints)
         for count in OVERRIDE_COUNTS:
-            requests = scenarios(count)
-            # The engine converts the whole input on every evaluation: the trivial template on the SAME
-            # request separates that (per matched constraint) from the cost of the policies themselves.
-            same = _measure(lambda r=requests["unchanged"]: trivial.review(r), count)
-            same_input[str(count)] = same
-            for name, request in requests.items():
+            for name, request in scenarios(count).items():
                 result = runner.review(request)
                 assert not result.errors and result.allowed, (count, name, result.as_json())
-                matched = sum(1 for v in _matching(runner, request))
                 stats = _measure(lambda r=request: runner.review(r), count)
-                stats["matched_constraints"] = matched
+                # The trivial template on the SAME request: converting a large request into OPA values costs
+                # the same whatever the policy, so this ratio is the cost the policies add.
+                same = _measure(lambda r=request: trivial.review(r), count)
+                stats["matched_constraints"] = len(_matching(runner, request))
+                stats["trivial_same_input_median_ms"] = same["median_ms"]
+                stats["ratio_to_trivial_same_input"] = stats["median_ms"] / same["median_ms"]
                 stats["ratio_to_trivial_median"] = stats["median_ms"] / baseline["median_ms"]
-                stats["ratio_to_trivial_same_input_per_constraint"] = stats["median_ms"] / matched / same["median_ms"]
                 results.setdefault(name, {})[str(count)] = stats
     growth = {
         name: by_count[str(OVERRIDE_COUNTS[-1])]["median_ms"] / by_count[str(OVERRIDE_COUNTS[0])]["median_ms"]
@@ -134,10 +131,24 @@ def run() -> dict[str, Any]:
         "constraints": constraints,
         "override_counts": list(OVERRIDE_COUNTS),
         "trivial_baseline": baseline,
-        "trivial_same_input": same_input,
         "scenarios": results,
         "median_growth_1_to_256": growth,
+        "targets": targets(results, growth),
         "max_rss_mib": max_rss_mib(),
+    }
+
+
+def targets(results: dict[str, Any], growth: dict[str, float]) -> dict[str, Any]:
+    """design.md: median within 2x of the trivial template, p99 under 1 ms (one override), growth at most linear."""
+    first = str(OVERRIDE_COUNTS[0])
+    linear_bound = OVERRIDE_COUNTS[-1] / OVERRIDE_COUNTS[0]
+    return {
+        name: {
+            "median_within_2x_of_trivial_same_input": by_count[first]["ratio_to_trivial_same_input"] <= 2.0,
+            "p99_under_1ms": by_count[first]["p99_ms"] < 1.0,
+            "growth_at_most_linear": growth[name] <= linear_bound,
+        }
+        for name, by_count in results.items()
     }
 
 
@@ -148,11 +159,13 @@ def main() -> None:
     print(f"trivial baseline: median {base:.3f} ms")
     for name, by_count in payload["scenarios"].items():
         cells = ", ".join(
-            f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_median']:.1f}x trivial, "
-            f"{s['ratio_to_trivial_same_input_per_constraint']:.2f}x same-input/constraint, p99 {s['p99_ms']:.3f})"
+            f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial on the same input, "
+            f"p99 {s['p99_ms']:.3f})"
             for n, s in by_count.items()
         )
         print(f"{name}: {cells}")
+    for name, met in payload["targets"].items():
+        print(f"targets {name}: " + ", ".join(f"{k}={'met' if v else 'NOT met'}" for k, v in met.items()))
     print(f"-> {path}")
 
 

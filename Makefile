@@ -16,10 +16,12 @@ $(STAMP): pyproject.toml requirements/opa-engine.txt
 
 install: $(STAMP)
 
-## build: verify the generated files are current, run every Rego test and suite, lint.
+## build: check generated files are current, run every Rego test and suite (>= 95% coverage),
+## build the OPA bundles into dist/ (each checked to activate), lint.
 build: install
 	$(BIN)/trainer-policy generate --check
 	$(BIN)/trainer-policy test --quiet --coverage --threshold 95
+	$(BIN)/trainer-policy bundle build --output-dir dist
 	$(BIN)/ruff check .
 
 ## test: the whole pytest suite (real OPA engine, real TLS, real kube-apiserver).

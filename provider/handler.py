@@ -1,14 +1,27 @@
-"""ProviderRequest -> ProviderResponse, independent of the HTTP server that carries it."""
+"""ProviderRequest -> ProviderResponse, independent of the HTTP server that carries it.
+
+Shared by the HTTPS server (`provider serve`), the in-process provider of `trainer-policy review
+--objects` and the suites: only the JobSet source differs. `handle` returns the response as a
+dict; `answer` returns the same document as JSON bytes, assembled from the values' precomputed
+JSON (the server's hot path: no per-key serialisation). Both produce the same document.
+"""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from provider.jobset_state import jobset_state
-from provider.sources import JobSetSource
+from provider.keys import KEY_PATTERN, parse_key
+from provider.sources import JobSetSource, Lookup
 
 API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
 MAX_KEYS = 1000
+
+_PREFIX = '{"apiVersion":"' + API_VERSION + '","kind":"ProviderResponse","response":{"idempotent":true,"items":['
 
 
 def provider_response(items: list[dict[str, Any]], system_error: str = "") -> dict[str, Any]:
@@ -18,19 +31,42 @@ def provider_response(items: list[dict[str, Any]], system_error: str = "") -> di
     return {"apiVersion": API_VERSION, "kind": "ProviderResponse", "response": response}
 
 
-def parse_key(key: str) -> tuple[str, str] | None:
-    namespace, sep, name = key.partition("/")
-    if not sep or not namespace or not name or "/" in name:
-        return None
-    return namespace, name
+def _dumps(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def invalid_key_error(key: str) -> str:
+    return f"invalid key {key[:300]!r}: want <namespace>/<name>"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One ProviderResponse as bytes, with what the metrics need."""
+
+    body: bytes
+    keys: int = 0
+    key_errors: int = 0
+    system_error: str = ""
 
 
 class ProviderHandler:
-    """Answers one decoded ProviderRequest from a JobSet source."""
+    """Answers one decoded ProviderRequest from a JobSet source.
 
-    def __init__(self, source: JobSetSource, max_keys: int = MAX_KEYS):
+    `timeout` (seconds) bounds one request: keys not looked up before it expires get an error,
+    so the answer always arrives before Gatekeeper's own timeout.
+    """
+
+    def __init__(
+        self,
+        source: JobSetSource,
+        max_keys: int = MAX_KEYS,
+        timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.source = source
         self.max_keys = max_keys
+        self.timeout = timeout
+        self._clock = clock
 
     def keys_of(self, body: Any) -> list[str] | str:
         """The request's keys, or a message saying why the request is malformed."""
@@ -46,17 +82,67 @@ class ProviderHandler:
             return f"too many keys: {len(keys)} > {self.max_keys}"
         return keys
 
-    def item(self, key: str) -> dict[str, Any]:
-        parsed = parse_key(key)
-        if parsed is None:
-            return {"key": key, "error": f"invalid key {key!r}: want <namespace>/<name>"}
-        lookup = self.source.lookup(*parsed)
-        if lookup.error:
-            return {"key": key, "error": lookup.error}
-        return {"key": key, "value": jobset_state(lookup.jobset)}
+    def _lookups(self, keys: list[str]) -> list[Lookup | str]:
+        """Per key: the source's Lookup, or an error message (bad key, deadline passed)."""
+        deadline = None if self.timeout is None else self._clock() + self.timeout
+        out: list[Lookup | str] = []
+        clock = self._clock
+        for key in keys:
+            if deadline is not None and clock() > deadline:
+                out.append(f"request timed out after {self.timeout:g}s before this key")
+                continue
+            parsed = parse_key(key)
+            out.append(invalid_key_error(key) if parsed is None else self.source.lookup(*parsed))
+        return out
 
     def handle(self, body: Any) -> tuple[int, dict[str, Any]]:
         keys = self.keys_of(body)
         if isinstance(keys, str):
             return 200, provider_response([], system_error=keys)
-        return 200, provider_response([self.item(key) for key in keys])
+        items: list[dict[str, Any]] = []
+        for key, lookup in zip(keys, self._lookups(keys), strict=True):
+            if isinstance(lookup, str):
+                items.append({"key": key, "error": lookup})
+            elif lookup.error:
+                items.append({"key": key, "error": lookup.error})
+            else:
+                items.append({"key": key, "value": jobset_state(lookup.jobset)})
+        return 200, provider_response(items)
+
+    def answer(self, body: Any) -> Answer:
+        """`handle(body)` as compact JSON bytes (the server's hot path: one loop, no per-key objects)."""
+        keys = self.keys_of(body)
+        if isinstance(keys, str):
+            return Answer(_dumps(provider_response([], system_error=keys)).encode(), system_error=keys)
+        parts: list[str] = []
+        errors = 0
+        lookup_in = self.source.lookup
+        valid = KEY_PATTERN.fullmatch
+        fragment = getattr(self.source, "fragment", None)
+        clock = self._clock
+        deadline = None if self.timeout is None else clock() + self.timeout
+        for key in keys:
+            if deadline is not None and clock() > deadline:
+                message = f"request timed out after {self.timeout:g}s before this key"
+            elif fragment is not None and (item := fragment(key)) is not None:
+                parts.append(item)
+                continue
+            elif len(key) > 317 or valid(key) is None:
+                message = invalid_key_error(key)
+            else:
+                namespace, _, name = key.partition("/")
+                if len(name) > 253:
+                    message = invalid_key_error(key)
+                else:
+                    lookup = lookup_in(namespace, name)
+                    if not lookup.error:  # a valid key is [a-z0-9.-/] only: safe to quote as is
+                        value = lookup.value_json or _dumps(jobset_state(lookup.jobset))
+                        parts.append('{"key":"' + key + '","value":' + value + "}")
+                        continue
+                    message = lookup.error
+            errors += 1
+            parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
+        return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
+
+
+__all__ = ["API_VERSION", "MAX_KEYS", "Answer", "ProviderHandler", "parse_key", "provider_response"]

@@ -1,6 +1,6 @@
 """The value the provider returns for one TrainJob key: what rule A needs to know of its JobSet.
 
-Value schema (stable, documented in the README):
+Value schema (stable, documented in deploy/README.md):
     {"found": bool, "activeReplicatedJobs": [str, ...]}
 `activeReplicatedJobs` lists, in `status.replicatedJobsStatus` order, the names of replicated jobs
 whose `active` is a positive integer. Only `active` counts: ready, succeeded, failed, suspended,

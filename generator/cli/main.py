@@ -6,10 +6,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from generator.cli import bundle_command, generate_command, review_command, test_command
+from generator.cli import (
+    bundle_command,
+    certs_command,
+    generate_command,
+    provider_command,
+    review_command,
+    test_command,
+)
 from generator.errors import EngineError, InputError
 
-COMMANDS = [generate_command, review_command, test_command, bundle_command]
+COMMANDS = [generate_command, review_command, test_command, bundle_command, provider_command, certs_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

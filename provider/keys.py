@@ -1,0 +1,22 @@
+"""Provider keys: `<namespace>/<name>` of a TrainJob (its JobSet has the same namespace and name)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?"
+KEY_PATTERN = re.compile(rf"{_DNS_LABEL}/{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+"""A DNS-1123 label namespace and a DNS-1123 subdomain name. Such keys need no JSON escaping."""
+
+
+def parse_key(key: str) -> tuple[str, str] | None:
+    if len(key) > 317 or KEY_PATTERN.fullmatch(key) is None:
+        return None
+    namespace, _, name = key.partition("/")
+    return (namespace, name) if len(name) <= 253 else None
+
+
+def value_item_json(key: str, value_json: str) -> str:
+    """The response item `{"key": key, "value": <value>}` as compact JSON."""
+    return '{"key":' + json.dumps(key) + ',"value":' + value_json + "}"

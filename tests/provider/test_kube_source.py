@@ -1,0 +1,231 @@
+"""The provider against a real kube-apiserver + etcd: answers follow JobSet status through the watch,
+deletions become "not found", and an apiserver restart never yields a wrong answer."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provider.kube_auth import KubeCredentials, from_kubeconfig, in_cluster
+from provider.kube_source import KubeJobSetSource, WatchGone, WatchSettings
+from provider.logs import JsonLogger
+from provider.metrics import ProviderMetrics
+from tests.kube.cluster import KubeCluster
+from tests.provider.conftest import Pki, StartProvider
+from tests.provider.helpers import items, post, session, wait_until
+
+pytestmark = pytest.mark.kube
+
+_ids = itertools.count()
+REPLICATED = [{"name": "launcher", "replicas": 1}, {"name": "node", "replicas": 2}]
+
+
+def status(launcher: int, node: int) -> list[dict[str, Any]]:
+    return [
+        {"name": "launcher", "ready": 0, "succeeded": 0, "failed": 0, "active": launcher, "suspended": 0},
+        {"name": "node", "ready": 0, "succeeded": 0, "failed": 0, "active": node, "suspended": 0},
+    ]
+
+
+@pytest.fixture
+def namespace(kube_cluster: KubeCluster) -> str:
+    name = f"prov-{int(time.time()) % 100000}-{next(_ids)}"
+    kube_cluster.create_namespace(name)
+    return name
+
+
+def make_source(creds: KubeCredentials, **settings: Any) -> tuple[KubeJobSetSource, ProviderMetrics]:
+    metrics = ProviderMetrics()
+    source = KubeJobSetSource(creds, metrics, JsonLogger(min_level="warning"), WatchSettings(**settings))
+    return source, metrics
+
+
+@pytest.fixture
+def kube_source(kube_cluster: KubeCluster) -> Iterator[tuple[KubeJobSetSource, ProviderMetrics]]:
+    source, metrics = make_source(from_kubeconfig(kube_cluster.kubeconfig))
+    yield source, metrics
+    source.stop()
+
+
+def value(s: Any, url: str, key: str) -> dict[str, Any]:
+    item = items(post(s, url, [key]))[key]
+    assert "error" not in item, item
+    return item["value"]
+
+
+def test_answers_follow_status_changes_and_deletion_within_one_second(
+    kube_cluster: KubeCluster, namespace: str, kube_source: Any, start_provider: StartProvider, pki: Pki
+) -> None:
+    source, metrics = kube_source
+    kube_cluster.apply_jobset(namespace, "train", REPLICATED)
+    running = start_provider(source)
+    assert source.wait_ready(10)
+    s = session(str(pki.ca))
+    key = f"{namespace}/train"
+    assert value(s, running.url, key) == {"found": True, "activeReplicatedJobs": []}
+    gets_after_sync = metrics.api_calls.value(verb="get", code="200") + metrics.api_calls.value(verb="get", code="404")
+
+    timeline = [
+        (status(1, 2), ["launcher", "node"]),
+        (status(0, 2), ["node"]),
+        (status(0, 0), []),
+    ]
+    for replicated_status, expected in timeline:
+        kube_cluster.set_jobset_status(namespace, "train", replicated_status)
+        took = wait_until(lambda e=expected: value(s, running.url, key)["activeReplicatedJobs"] == e, timeout=1.0)
+        assert took < 1.0
+
+    assert kube_cluster.delete_jobset(namespace, "train")
+    wait_until(lambda: value(s, running.url, key) == {"found": False, "activeReplicatedJobs": []}, timeout=1.0)
+    # steady state: every answer came from the watch cache
+    gets_now = metrics.api_calls.value(verb="get", code="200") + metrics.api_calls.value(verb="get", code="404")
+    assert gets_now == gets_after_sync
+    assert metrics.api_calls.value(verb="list", code="200") == 1
+
+
+def test_unknown_key_is_not_found_from_the_synced_cache_without_api_calls(
+    namespace: str, kube_source: Any, start_provider: StartProvider, pki: Pki
+) -> None:
+    source, metrics = kube_source
+    running = start_provider(source)
+    assert source.wait_ready(10)
+    wait_until(lambda: source.synced, timeout=5)
+    body = post(session(str(pki.ca)), running.url, [f"{namespace}/nothing-{i}" for i in range(10)])
+    assert all(item["value"] == {"found": False, "activeReplicatedJobs": []} for item in body["response"]["items"])
+    assert metrics.api_calls.value(verb="get", code="404") == 0
+    assert metrics.api_calls.value(verb="get", code="200") == 0
+
+
+def test_live_get_answers_keys_before_the_first_list(kube_cluster: KubeCluster, namespace: str) -> None:
+    kube_cluster.apply_jobset(namespace, "early", REPLICATED)
+    kube_cluster.set_jobset_status(namespace, "early", status(1, 0))
+    source, metrics = make_source(from_kubeconfig(kube_cluster.kubeconfig))  # never started: not synced
+    assert not source.ready
+    found = source.lookup(namespace, "early")
+    missing = source.lookup(namespace, "absent")
+    assert found.error == "" and found.jobset is not None
+    assert found.jobset["status"]["replicatedJobsStatus"][0]["active"] == 1
+    assert missing.error == "" and missing.jobset is None
+    assert metrics.api_calls.value(verb="get", code="200") == 1
+    assert metrics.api_calls.value(verb="get", code="404") == 1
+
+
+def test_unreachable_api_before_sync_is_a_per_key_error(pki: Pki, start_provider: StartProvider) -> None:
+    creds = KubeCredentials(server="https://127.0.0.1:9", ca_file=str(pki.ca), token="x")
+    source, _ = make_source(creds, backoff_initial=5.0)
+    running = start_provider(source)
+    body = post(session(str(pki.ca)), running.url, ["team-a/job1"])
+    (item,) = body["response"]["items"]
+    assert "value" not in item and "Kubernetes API GET failed" in item["error"]
+    assert session(str(pki.ca)).get(running.url + "readyz", timeout=5).status_code == 503
+
+
+def test_in_cluster_service_account_credentials(
+    kube_cluster: KubeCluster, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "token").write_text(kube_cluster.token + "\n")
+    shutil.copy(kube_cluster.ca_file, tmp_path / "ca.crt")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(kube_cluster.apiserver_port))
+    kube_cluster.apply_jobset(namespace, "incluster", REPLICATED)
+    source, _ = make_source(in_cluster(tmp_path), namespace=namespace)
+    source.start()
+    try:
+        assert source.wait_ready(10)
+        assert source.lookup(namespace, "incluster").jobset is not None
+        assert len(source) == 1
+    finally:
+        source.stop()
+
+
+def test_watch_resumes_from_resource_version_when_the_stream_times_out(
+    kube_cluster: KubeCluster, namespace: str
+) -> None:
+    source, metrics = make_source(
+        from_kubeconfig(kube_cluster.kubeconfig), namespace=namespace, watch_timeout_seconds=1
+    )
+    kube_cluster.apply_jobset(namespace, "resume", REPLICATED)
+    source.start()
+    try:
+        assert source.wait_ready(10)
+        wait_until(lambda: metrics.watch_restarts.value(reason="stream_ended") >= 2, timeout=10)
+        kube_cluster.set_jobset_status(namespace, "resume", status(0, 1))
+
+        def active() -> list[str]:
+            lookup = source.lookup(namespace, "resume")
+            return [] if lookup.value is None else lookup.value["activeReplicatedJobs"]
+
+        wait_until(lambda: source.synced and active() == ["node"], timeout=1.0)
+        assert metrics.api_calls.value(verb="list", code="200") == 1  # resumed, never re-listed
+        assert metrics.api_calls.value(verb="watch", code="200") >= 3
+    finally:
+        source.stop()
+
+
+def test_too_old_resource_version_is_410_gone(kube_cluster: KubeCluster, namespace: str) -> None:
+    source, _ = make_source(from_kubeconfig(kube_cluster.kubeconfig), namespace=namespace)
+    source._resource_version = "1"  # older than anything the apiserver's watch cache holds
+    with pytest.raises(WatchGone):
+        source._watch()
+
+
+def test_apiserver_restart_recovers_and_serves_no_wrong_answer(
+    kube_cluster: KubeCluster, namespace: str, kube_source: Any, start_provider: StartProvider, pki: Pki
+) -> None:
+    source, metrics = kube_source
+    kube_cluster.apply_jobset(namespace, "restart", REPLICATED)
+    kube_cluster.set_jobset_status(namespace, "restart", status(0, 2))
+    running = start_provider(source)
+    assert source.wait_ready(10)
+    key = f"{namespace}/restart"
+    s = session(str(pki.ca))
+    wait_until(lambda: value(s, running.url, key)["activeReplicatedJobs"] == ["node"], timeout=1.0)
+
+    answers: list[tuple[float, dict[str, Any]]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        poller = session(str(pki.ca))
+        while not stop.is_set():
+            answers.append((time.monotonic(), items(post(poller, running.url, [key]))[key]))
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        kube_cluster.restart_apiserver()
+        wait_until(lambda: source.synced, timeout=30)
+        recovered_at = time.monotonic()
+        patch_started = time.monotonic()
+        kube_cluster.set_jobset_status(namespace, "restart", status(0, 0))
+        patch_done = time.monotonic()
+        wait_until(lambda: value(s, running.url, key)["activeReplicatedJobs"] == [], timeout=1.0)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(5)
+
+    errors = [item for _, item in answers if "error" in item]
+    for at, item in answers:
+        if "error" in item:
+            continue
+        truth_before, truth_after = ["node"], []
+        got = item["value"]["activeReplicatedJobs"]
+        assert item["value"]["found"] is True
+        if at < patch_started:
+            assert got == truth_before, (at, item)
+        elif at > patch_done + 1.0:
+            assert got == truth_after, (at, item)
+        else:
+            assert got in (truth_before, truth_after)
+    assert errors, "the restart window produced no error answers: was the cache trusted while the watch was broken?"
+    assert metrics.watch_restarts.value(reason="error") + metrics.watch_restarts.value(reason="gone") >= 1
+    assert metrics.api_calls.value(verb="list", code="200") >= 2  # re-listed after the break
+    assert recovered_at > 0

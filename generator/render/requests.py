@@ -7,10 +7,10 @@ import uuid
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, Rule
-from generator.gatekeeper.documents import Document, dig, group_version_kind
+from generator.gatekeeper.documents import Document, dig
 from generator.gatekeeper.external_data import ExternalData, InProcessProvider
 from generator.gatekeeper.inventory import build_inventory
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 
@@ -38,16 +38,7 @@ def admission_review(case: Case) -> dict[str, Any]:
 
 def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
     """What Gatekeeper's audit passes as input.review: no operation, no oldObject, no userInfo."""
-    group, version, kind = group_version_kind(obj)
-    review: dict[str, Any] = {
-        "kind": {"group": group, "version": version, "kind": kind},
-        "name": dig(obj, "metadata", "name") or "",
-        "object": obj,
-    }
-    namespace = dig(obj, "metadata", "namespace")
-    if namespace:
-        review["namespace"] = namespace
-    return review
+    return audit_request(obj).as_input()
 
 
 def review_input(case: Case) -> dict[str, Any]:

@@ -64,12 +64,6 @@ def read_single(path: str | Path) -> Document:
     return documents[0]
 
 
-def require_str(doc: Document, field: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise InputError(doc.source, "required: a non-empty string", field=field)
-    return value
-
-
 def dig(body: Any, *keys: str) -> Any:
     """`body[k1][k2]...`, or None where any step is missing or not a mapping."""
     for key in keys:

@@ -103,16 +103,6 @@ class HttpsProvider:
         return answer_from_response(response.status_code, body)
 
 
-class UnreachableProvider:
-    """A Provider object with no way to reach it from here: every call is a system error."""
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def fetch(self, keys: list[str]) -> ProviderAnswer:
-        return ProviderAnswer(500, system_error=f"provider {self._name!r} is not reachable from this runner")
-
-
 @dataclass
 class _CacheEntry:
     item: ProviderItem

@@ -7,6 +7,7 @@ from typing import Any
 
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from tests.admission import admission_review
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -16,15 +17,6 @@ def trainjob(name: str = "job1", namespace: str = "team-a", labels: dict[str, st
     if labels is not None:
         metadata["labels"] = labels
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": metadata, "spec": spec}
-
-
-def admission_review(operation: str, obj: dict | None, old: dict | None = None) -> dict:
-    request: dict[str, Any] = {"uid": "u-1", "operation": operation}
-    if obj is not None:
-        request["object"] = obj
-    if old is not None:
-        request["oldObject"] = old
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
 def request(operation: str, obj: dict | None, old: dict | None = None) -> AdmissionRequest:

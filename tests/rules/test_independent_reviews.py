@@ -15,7 +15,8 @@ from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
-from tests.rules.helpers import review_body, review_cli, runner_review
+from tests.admission import admission_review
+from tests.rules.helpers import review_cli, runner_review
 
 TRAINJOB = yaml.safe_load("""
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -97,7 +98,7 @@ def test_kueue_sequence_of_separate_requests_is_admitted_while_the_jobset_is_ina
     step3 = trainjob(overrides=UNGATED_WITH_SELECTOR, suspend=False)  # unsuspends
     for jobsets in ([], [JOBSET_IDLE]):
         for old, new in ((created, step1), (step1, step2), (step2, step3)):
-            result = review_cli(tmp_path, review_body("UPDATE", new, old), objects=jobsets)
+            result = review_cli(tmp_path, admission_review("UPDATE", new, old), objects=jobsets)
             assert result.exit_code == 0, (result.body, result.stderr)
             assert result.body == {"allowed": True, "violations": []}
 
@@ -105,7 +106,7 @@ def test_kueue_sequence_of_separate_requests_is_admitted_while_the_jobset_is_ina
 def test_kueue_gate_change_is_refused_while_a_replicated_job_is_active(tmp_path):
     result = review_cli(
         tmp_path,
-        review_body("UPDATE", trainjob(overrides=UNGATED_WITH_SELECTOR), trainjob(overrides=GATED)),
+        admission_review("UPDATE", trainjob(overrides=UNGATED_WITH_SELECTOR), trainjob(overrides=GATED)),
         objects=[JOBSET_RUNNING],
     )
     assert result.exit_code == 1
@@ -121,19 +122,19 @@ def test_kueue_gate_change_is_refused_while_a_replicated_job_is_active(tmp_path)
 def test_v20_change_and_suspend_in_one_request_passes(tmp_path):
     old = trainjob(overrides=GATED, suspend=False)
     new = trainjob(overrides=UNGATED_WITH_SELECTOR, suspend=True)
-    result = review_cli(tmp_path, review_body("UPDATE", new, old))
+    result = review_cli(tmp_path, admission_review("UPDATE", new, old))
     assert (result.exit_code, result.messages) == (0, [])
 
 
 def test_v20_change_and_unsuspend_in_one_request_is_denied(tmp_path):
     old = trainjob(overrides=GATED, suspend=True)
     new = trainjob(overrides=UNGATED_WITH_SELECTOR, suspend=False)
-    result = review_cli(tmp_path, review_body("UPDATE", new, old))
+    result = review_cli(tmp_path, admission_review("UPDATE", new, old))
     assert (result.exit_code, result.messages) == (1, [SUSPEND_V20])
 
 
 def test_v20_missing_suspend_counts_as_not_suspended(tmp_path):
-    result = review_cli(tmp_path, review_body("UPDATE", trainjob(overrides=GATED, suspend=None), trainjob()))
+    result = review_cli(tmp_path, admission_review("UPDATE", trainjob(overrides=GATED, suspend=None), trainjob()))
     assert result.messages == [SUSPEND_V20]
 
 
@@ -141,18 +142,18 @@ def test_v23_suspended_before_or_after(tmp_path):
     gated = trainjob("runtimePatches", GATED, suspend=True)
     running = trainjob("runtimePatches", UNGATED_WITH_SELECTOR, suspend=False)
     # suspended before, unsuspended after: allowed from v2.3 while the JobSet is idle
-    unsuspend = review_cli(tmp_path, review_body("UPDATE", running, gated), objects=[JOBSET_IDLE], profile="v2.3")
+    unsuspend = review_cli(tmp_path, admission_review("UPDATE", running, gated), objects=[JOBSET_IDLE], profile="v2.3")
     assert (unsuspend.exit_code, unsuspend.messages) == (0, [])
     # ... but not while a replicated job is active
-    active = review_cli(tmp_path, review_body("UPDATE", running, gated), objects=[JOBSET_RUNNING], profile="v2.3")
+    active = review_cli(tmp_path, admission_review("UPDATE", running, gated), objects=[JOBSET_RUNNING], profile="v2.3")
     assert active.messages == [ACTIVE_NODE_V23]
     # neither before nor after
     neither = trainjob("runtimePatches", GATED, suspend=False)
-    denied = review_cli(tmp_path, review_body("UPDATE", running, neither), profile="v2.3")
+    denied = review_cli(tmp_path, admission_review("UPDATE", running, neither), profile="v2.3")
     assert denied.messages == [SUSPEND_V23]
     # the v2.0 field is not the v2.3 field
     ignored = review_cli(
-        tmp_path, review_body("UPDATE", trainjob(overrides=GATED, suspend=False), trainjob()), profile="v2.3"
+        tmp_path, admission_review("UPDATE", trainjob(overrides=GATED, suspend=False), trainjob()), profile="v2.3"
     )
     assert ignored.messages == []
 
@@ -169,7 +170,7 @@ def test_semantic_comparison(tmp_path):
     def review(old_overrides, new_overrides):
         old = trainjob(overrides=old_overrides, suspend=False)
         new = trainjob(overrides=new_overrides, suspend=False)
-        return review_cli(tmp_path, review_body("UPDATE", new, old), objects=[JOBSET_RUNNING]).messages
+        return review_cli(tmp_path, admission_review("UPDATE", new, old), objects=[JOBSET_RUNNING]).messages
 
     assert review(with_requests("1", "1Gi"), with_requests("1000m", "1024Mi")) == []
     assert review(None, []) == []
@@ -188,7 +189,7 @@ def test_semantic_comparison(tmp_path):
 
 def test_create_is_never_checked(tmp_path):
     result = review_cli(
-        tmp_path, review_body("CREATE", trainjob(overrides=GATED, suspend=False)), objects=[JOBSET_RUNNING]
+        tmp_path, admission_review("CREATE", trainjob(overrides=GATED, suspend=False)), objects=[JOBSET_RUNNING]
     )
     assert (result.exit_code, result.messages) == (0, [])
 
@@ -196,7 +197,7 @@ def test_create_is_never_checked(tmp_path):
 def test_one_violation_per_active_replicated_job(tmp_path):
     jobset = copy.deepcopy(JOBSET_RUNNING)
     jobset["status"]["replicatedJobsStatus"].append({"name": "launcher", "active": 1})
-    result = review_cli(tmp_path, review_body("UPDATE", trainjob(overrides=GATED), trainjob()), objects=[jobset])
+    result = review_cli(tmp_path, admission_review("UPDATE", trainjob(overrides=GATED), trainjob()), objects=[jobset])
     assert result.messages == sorted(
         [
             ACTIVE_NODE_V20,
@@ -208,7 +209,7 @@ def test_one_violation_per_active_replicated_job(tmp_path):
 
 def test_inventory_source(tmp_path):
     parameters = {"trainjob-override-mutability": {"jobSetSource": "Inventory"}}
-    update = review_body("UPDATE", trainjob(overrides=GATED), trainjob())
+    update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
     assert review_cli(tmp_path, update, objects=[JOBSET_RUNNING], parameters=parameters).messages == [ACTIVE_NODE_V20]
     assert review_cli(tmp_path, update, objects=[JOBSET_IDLE], parameters=parameters).messages == []
     assert review_cli(tmp_path, update, parameters=parameters).messages == []
@@ -217,7 +218,7 @@ def test_inventory_source(tmp_path):
 def test_provider_down_is_an_internal_violation(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("not used: the connection is refused first\n")
-    update = review_body("UPDATE", trainjob(overrides=GATED), trainjob())
+    update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
     result = review_cli(tmp_path, update, extra=("--provider-url", "https://127.0.0.1:9/", "--ca-file", str(ca)))
     assert result.exit_code == 1
     (violation,) = result.body["violations"]
@@ -235,7 +236,7 @@ class FailingSource:
 
 
 def _request(operation: str, obj: dict, old: dict | None = None) -> AdmissionRequest:
-    return request_from_document(Document("test", review_body(operation, obj, old)))
+    return request_from_document(Document("test", admission_review(operation, obj, old)))
 
 
 def test_per_key_error_is_an_internal_violation():
@@ -299,7 +300,7 @@ def test_trainjob_managed_by(tmp_path):
         old = None
         if operation == "UPDATE":
             old = trainjob(managedBy=old_value) if old_value != "unset" else trainjob()
-        return review_cli(tmp_path, review_body(operation, new, old)).messages
+        return review_cli(tmp_path, admission_review(operation, new, old)).messages
 
     assert review("CREATE", "trainer.kubeflow.org/trainjob-controller") == []
     assert review("CREATE", "kueue.x-k8s.io/multikueue") == []
@@ -316,10 +317,10 @@ def test_trainjob_managed_by_site_parameter(tmp_path):
     parameters = {
         "trainjob-managed-by": {"allowedValues": ["trainer.kubeflow.org/trainjob-controller", "example.com/mine"]}
     }
-    ok = review_cli(tmp_path, review_body("CREATE", trainjob(managedBy="example.com/mine")), parameters=parameters)
+    ok = review_cli(tmp_path, admission_review("CREATE", trainjob(managedBy="example.com/mine")), parameters=parameters)
     assert ok.messages == []
     bad = review_cli(
-        tmp_path, review_body("CREATE", trainjob(managedBy="kueue.x-k8s.io/multikueue")), parameters=parameters
+        tmp_path, admission_review("CREATE", trainjob(managedBy="kueue.x-k8s.io/multikueue")), parameters=parameters
     )
     assert bad.messages == [
         "spec.managedBy: Invalid: ManagedBy must be trainer.kubeflow.org/trainjob-controller or example.com/mine if set"
@@ -337,12 +338,12 @@ def test_v1_job_managed_by(tmp_path, kind):
             "spec": {"runPolicy": run_policy},
         }
 
-    assert review_cli(tmp_path, review_body("CREATE", job("kubeflow.org/training-operator"))).messages == []
-    assert review_cli(tmp_path, review_body("CREATE", job("example.com/x"))).messages == [
+    assert review_cli(tmp_path, admission_review("CREATE", job("kubeflow.org/training-operator"))).messages == []
+    assert review_cli(tmp_path, admission_review("CREATE", job("example.com/x"))).messages == [
         "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or "
         "kueue.x-k8s.io/multikueue if set"
     ]
-    assert review_cli(tmp_path, review_body("UPDATE", job(), job("kueue.x-k8s.io/multikueue"))).messages == [
+    assert review_cli(tmp_path, admission_review("UPDATE", job(), job("kueue.x-k8s.io/multikueue"))).messages == [
         "spec.runPolicy.managedBy: Invalid: ManagedBy value is immutable"
     ]
 
@@ -407,8 +408,8 @@ def runtime(kind="ClusterTrainingRuntime", labels="{}", init_replicas=1, launche
 @pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
 def test_runtime_replicas(tmp_path, kind, operation):
     old = runtime(kind) if operation == "UPDATE" else None
-    assert review_cli(tmp_path, review_body(operation, runtime(kind), old)).messages == []
-    result = review_cli(tmp_path, review_body(operation, runtime(kind, init_replicas=2, launcher_replicas=3), old))
+    assert review_cli(tmp_path, admission_review(operation, runtime(kind), old)).messages == []
+    result = review_cli(tmp_path, admission_review(operation, runtime(kind, init_replicas=2, launcher_replicas=3), old))
     assert result.exit_code == 1
     assert result.messages == [
         "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1",
@@ -416,22 +417,22 @@ def test_runtime_replicas(tmp_path, kind, operation):
     ]
     # from v2.1 only ancestor labels reserve a job: the launcher is free
     v23 = review_cli(
-        tmp_path, review_body(operation, runtime(kind, init_replicas=2, launcher_replicas=3), old), profile="v2.3"
+        tmp_path, admission_review(operation, runtime(kind, init_replicas=2, launcher_replicas=3), old), profile="v2.3"
     )
     assert v23.messages == ["spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"]
 
 
 def test_runtime_v23_container_requirement_and_disabled_label(tmp_path):
     missing = runtime(node_container="worker")
-    assert review_cli(tmp_path, review_body("CREATE", missing)).messages == []
-    assert review_cli(tmp_path, review_body("CREATE", missing), profile="v2.3").messages == [
+    assert review_cli(tmp_path, admission_review("CREATE", missing)).messages == []
+    assert review_cli(tmp_path, admission_review("CREATE", missing), profile="v2.3").messages == [
         "spec.template.spec.replicatedJobs[2].template.spec.template.spec.containers: Invalid: "
         "must contain the required container for the ancestor: trainer"
     ]
     disabled = runtime(
         labels="{trainer.kubeflow.org/webhook-validation: disabled}", init_replicas=5, node_container="worker"
     )
-    assert review_cli(tmp_path, review_body("CREATE", disabled), profile="v2.3").messages == []
-    assert review_cli(tmp_path, review_body("CREATE", disabled)).messages == [
+    assert review_cli(tmp_path, admission_review("CREATE", disabled), profile="v2.3").messages == []
+    assert review_cli(tmp_path, admission_review("CREATE", disabled)).messages == [
         "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"
     ]

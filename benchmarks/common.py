@@ -29,8 +29,30 @@ def measure(fn: Callable[[], Any], *, warmup: int = 200, iterations: int = 2000)
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000.0)
+    return _stats(samples)
+
+
+def measure_interleaved(
+    fns: dict[str, Callable[[], Any]], *, warmup: int = 200, iterations: int = 2000, rounds: int = 5
+) -> dict[str, dict[str, float]]:
+    """Like `measure` for several functions, in alternating rounds so each sees the same machine load."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    per_round = max(1, iterations // rounds)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn()
+                samples[name].append((time.perf_counter() - start) * 1000.0)
+    return {name: _stats(values) for name, values in samples.items()}
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
     return {
-        "iterations": iterations,
+        "iterations": len(samples),
         "median_ms": statistics.median(samples),
         "mean_ms": statistics.fmean(samples),
         "p90_ms": percentile(samples, 90),

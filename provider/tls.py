@@ -82,6 +82,7 @@ class ReloadingTLS:
             self._metrics.tls_reloads.inc(outcome="failed")
             self._logger.error("tls_reload_failed", error=str(exc), keeping="previous certificate")
             return
-        self._context, self._signature = context, signature
+        # Counted before the new context is published: once a client sees the new certificate, the count is there.
         self._metrics.tls_reloads.inc(outcome="reloaded")
+        self._context, self._signature = context, signature
         self._logger.info("tls_reloaded", files=self.files.paths())

@@ -84,12 +84,17 @@ class CompiledTemplate:
             raise TemplateError(self.template.name, f"evaluation failed: {_one_line(exc)}") from exc
         found = result.bindings[0]["violations"] if result.bindings else []
         for item in found:
-            if not isinstance(item, dict) or not isinstance(item.get("msg"), str):
+            if not is_violation(item):
                 raise TemplateError(self.template.name, f"violation without a string `msg`: {item!r}")
         return found, result.prints
 
     def close(self) -> None:
         self.engine.close()
+
+
+def is_violation(item: Any) -> bool:
+    """Gatekeeper requires every violation to be an object with a string `msg`."""
+    return isinstance(item, dict) and isinstance(item.get("msg"), str)
 
 
 def _one_line(exc: Exception) -> str:
@@ -112,9 +117,11 @@ class CombinedTemplates:
         try:
             self.engine.register_builtin("external_data", external_data, arity=1)
             loaded: set[str] = set()
+            packages: set[str] = set()
             for template in templates:
-                if template.package in {p.rsplit(".", 1)[0] for p in self._paths.values()}:
+                if template.package in packages:
                     raise EngineError(f"package {template.package} is used by two templates")
+                packages.add(template.package)
                 self._paths[template.kind] = template.violation_path
                 for module in template.modules:
                     if module.source not in loaded:
@@ -208,7 +215,7 @@ class GatekeeperRunner:
             return False
         checked = []
         for constraint, items in zip(matched, found, strict=True):
-            if not all(isinstance(i, dict) and isinstance(i.get("msg"), str) for i in items):
+            if not all(is_violation(item) for item in items):
                 return False
             checked.append((constraint, items))
         result.prints.extend(prints)

@@ -11,8 +11,8 @@
 #   replicated job with active > 0. A JobSet that does not exist is inactive. schedulingGates are part
 #   of the overrides and follow the same rule. CREATE and audit are never checked. The JobSet state
 #   comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), always as fresh
-#   as Gatekeeper's watch; an unsynced JobSet counts as not found. The template never calls
-#   external_data, so `gator verify` runs its suite.
+#   as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external data
+#   provider, so `gator verify` runs its suite.
 # custom:
 #   id: trainjob-override-mutability
 #   profile: v2.0

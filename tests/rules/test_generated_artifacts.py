@@ -196,3 +196,23 @@ def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
         assert steps.pop("ConstraintTemplate") == "templates"
         assert steps.pop("SyncSet", "templates") == "templates"
         assert set(steps.values()) == {"constraints"}, steps
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_gator_suite_is_runnable_by_gator_and_has_audit_and_create_cases(profile):
+    """gator loads a suite's template without external_data, reviews a bare object as audit, and needs an
+    AdmissionReview for CREATE: every shipped suite.yaml fits, and every rule has audit cases."""
+    suites = sorted((GATEKEEPER / profile).glob("*/suite.yaml"))
+    assert {p.parent.name for p in suites} == {r.id for r in load_catalog() if not r.data.external_data_providers}
+    for path in suites:
+        suite = yaml.safe_load(path.read_text())
+        assert suite["apiVersion"] == "test.gatekeeper.sh/v1alpha1"
+        (test,) = suite["tests"]
+        template = yaml.safe_load((path.parent / test["template"]).read_text())
+        source = template["spec"]["targets"][0]["code"][0]["source"]
+        assert "external_data" not in source["rego"] + "".join(source["libs"]), path
+        objects = [yaml.safe_load((path.parent / c["object"]).read_text()) for c in test["cases"]]
+        operations = {o["request"]["operation"] if o["kind"] == "AdmissionReview" else "audit" for o in objects}
+        assert {"audit", "CREATE"} <= operations, (path, operations)
+    for path in sorted((GATEKEEPER / profile).glob("*/external-data-suite.yaml")):
+        assert yaml.safe_load(path.read_text())["apiVersion"] != "test.gatekeeper.sh/v1alpha1"

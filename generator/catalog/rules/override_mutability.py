@@ -358,11 +358,11 @@ INVENTORY_RULE = Rule(
     title="TrainJob overrides change only while suspended and the JobSet is inactive (synced JobSets)",
     description=_DESCRIPTION
     + " The JobSet state comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), "
-    "always as fresh as Gatekeeper's watch; an unsynced JobSet counts as not found. The template never calls "
-    "external_data, so `gator verify` runs its suite.",
+    "always as fresh as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external "
+    "data provider, so `gator verify` runs its suite.",
     rationale=_RATIONALE,
     spec_section="A, B",
-    version="2.0.0",
+    version="2.0.1",
     match=_MATCH,
     operations=("UPDATE",),
     parameters=(),

@@ -62,7 +62,7 @@ class PullResult:
 
 
 class _Registry(oras.provider.Registry):
-    do_request = oras.provider.Registry.do_request.__wrapped__  # type: ignore[attr-defined]
+    do_request = getattr(oras.provider.Registry.do_request, "__wrapped__", oras.provider.Registry.do_request)
 
 
 def _client(reference: str, options: RegistryOptions) -> tuple[_Registry, oras.container.Container]:

@@ -164,8 +164,16 @@ request := object.union(raw_request, {"object": raw_request.oldObject}) if {
 	is_object(raw_request.oldObject)
 } else := raw_request
 
+# request.namespace, or (for a hand-written request without it) the namespace of its object.
 namespace_name := n if {
 	n := request.namespace
+	nonempty_string(n)
+} else := n if {
+	n := request.object.metadata.namespace
+	nonempty_string(n)
+} else := n if {
+	not is_object(request.object)
+	n := request.oldObject.metadata.namespace
 	nonempty_string(n)
 }
 

@@ -93,6 +93,12 @@ def _auth_backend(host: str, options: RegistryOptions, verify: bool | str) -> st
         return "token"
     if options.username is None:
         raise RegistryError(f"{host} requires a login (HTTP Basic): give --username and --password-file")
+    with requests.Session() as session:
+        session.trust_env = False
+        auth = (options.username, options.password or "")
+        login = _call(lambda: session.get(f"{scheme}://{host}/v2/", verify=verify, timeout=30, auth=auth))
+    if login.status_code == 401:
+        raise RegistryError(f"{host} refused the login of {options.username!r} (HTTP 401): wrong user or password")
     return "basic"
 
 

@@ -41,6 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--profile", action="append", help="profile(s) to build (default: every generated one)")
     build.add_argument("--output-dir", default=str(PROJECT_ROOT / "dist"), help="default: %(default)s")
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
+    build.add_argument(
+        "--constraints",
+        metavar="DIR",
+        help="build from these templates and constraints (your parameters) instead of bundles/gatekeeper/<profile>; "
+        "needs exactly one --profile, which names the output",
+    )
     build.set_defaults(run=run_build)
 
     sign = verbs.add_parser(
@@ -148,8 +154,10 @@ def _version() -> str:
 
 def run_build(args: argparse.Namespace) -> int:
     profiles = args.profile or sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
+    if args.constraints and len(args.profile or []) != 1:
+        raise InputError("--constraints", "needs exactly one --profile (it names the bundle)")
     for profile in profiles:
-        source = gatekeeper_bundle_dir(profile)
+        source = Path(args.constraints) if args.constraints else gatekeeper_bundle_dir(profile)
         if not source.is_dir():
             raise InputError(str(source), f"no generated bundle for profile {profile}")
         content = build_bundle(source, profile, _version(), args.revision)
@@ -159,6 +167,8 @@ def run_build(args: argparse.Namespace) -> int:
         output = Path(args.output_dir) / f"kubeflow-trainer-policy-{profile}.tar.gz"
         write_archive(output, content.files)
         print(f"{output}: {len(content.files)} files, revision {content.revision}, roots {', '.join(content.roots)}")
+        for template, reason in sorted(content.left_out.items()):
+            print(f"{output}: left out template {template}: {reason}")
     return 0
 
 

@@ -21,6 +21,7 @@ from generator.paths import gatekeeper_bundle_dir
 from tests.bundle.helpers import (
     PROFILES,
     OpaBundle,
+    cli,
     plain_opa_decision,
     restricted_policy_set,
     runnable_kinds,
@@ -221,3 +222,23 @@ def test_default_parameters_are_in_data_json(built_bundles):
         "trainer.kubeflow.org/trainjob-controller",
         "kueue.x-k8s.io/multikueue",
     ]
+
+
+def test_build_from_own_constraints_carries_their_parameters(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    source = gatekeeper_bundle_dir("v2.0") / "trainjob-managed-by"
+    shutil.copy(source / "template.yaml", folder / "template.yaml")
+    constraint = yaml.safe_load((source / "constraint.yaml").read_text())
+    constraint["spec"]["parameters"]["allowedValues"] = ["example.com/mine"]
+    (folder / "constraint.yaml").write_text(yaml.safe_dump(constraint))
+    proc = cli("bundle", "build", "--constraints", str(folder), "--profile", "site", "--output-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    bundle = (tmp_path / "kubeflow-trainer-policy-site.tar.gz").read_bytes()
+    assert plain_opa_decision(bundle, _review("CREATE", _trainjob("example.com/mine")), []) == {
+        "allowed": True,
+        "violations": [],
+    }
+    assert plain_opa_decision(bundle, _review("CREATE", _trainjob("kueue.x-k8s.io/multikueue")), [])["allowed"] is False
+    both = cli("bundle", "build", "--constraints", str(folder), "--output-dir", str(tmp_path))
+    assert both.returncode == 2 and "--constraints: needs exactly one --profile" in both.stderr

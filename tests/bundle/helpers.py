@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from generator.engine import EmbeddedOpaEngine
+from generator.engine.rego_ast import RegoParser
 from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.inventory import build_inventory
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set
@@ -69,10 +70,15 @@ def plain_opa_decision(bundle: bytes, input: Any, objects: list[dict[str, Any]])
         return opa.query("kubeflow.trainer.decision", input)
 
 
+def calls_external_data(path: str, source: str) -> bool:
+    """Whether OPA's parser finds a call of Gatekeeper's external_data builtin (comments do not count)."""
+    return "external_data" in RegoParser().parse(path, source).calls
+
+
 def runnable_kinds(profile: str) -> set[str]:
-    """Kinds of the profile's templates plain OPA can run: those whose Rego never mentions external_data."""
+    """Kinds of the profile's templates plain OPA can run: none of their modules calls external_data."""
     templates = load_policy_set([gatekeeper_bundle_dir(profile)]).templates.values()
-    return {t.kind for t in templates if not any("external_data" in m.source for m in t.modules)}
+    return {t.kind for t in templates if not any(calls_external_data(m.path, m.source) for m in t.modules)}
 
 
 def restricted_policy_set(profile: str, kinds: set[str]) -> PolicySet:

@@ -1,4 +1,4 @@
-"""The document Gatekeeper puts in `input.review`, built exactly as Gatekeeper v3.20 builds it.
+"""Admission documents read from files -> the `input.review` Gatekeeper builds (generator/admission.py).
 
 Gatekeeper decodes the AdmissionRequest into its Go type and serialises it again, so the review
 always has the keys that type never omits (`uid`, `kind`, `resource`, `operation`, `userInfo`,
@@ -11,23 +11,20 @@ tests/gatekeeper/conformance/.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from generator.admission import (
+    ADMISSION_REVIEW,
+    apiserver_request,
+    audit_review,
+    gatekeeper_review,
+)
 from generator.errors import InputError
-from generator.gatekeeper.documents import Document, dig, group_version_kind
+from generator.gatekeeper.documents import Document, group_version_kind
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 ADMISSION_API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-ADMISSION_REVIEW = "AdmissionReview"
-REVIEW_USER = "trainer-policy-review"
-"""userInfo.username of the CREATE request `review` builds for a bare object."""
-
-_GVK_KEYS = ("group", "version", "kind")
-_GVR_KEYS = ("group", "version", "resource")
-_USER_INFO_KEYS = ("username", "uid", "groups", "extra")
-_OPTIONAL_STRINGS = ("subResource", "requestSubResource", "name", "namespace")
 
 
 @dataclass
@@ -56,115 +53,9 @@ class AdmissionRequest:
         return self.body
 
 
-def _struct(value: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """A Go struct whose string fields are never omitted: every key, "" when missing."""
-    value = value if isinstance(value, dict) else {}
-    return {k: value[k] if isinstance(value.get(k), str) else "" for k in keys}
-
-
-def _user_info(value: Any) -> dict[str, Any]:
-    """authentication/v1 UserInfo: every field is omitted when empty."""
-    value = value if isinstance(value, dict) else {}
-    return {k: value[k] for k in _USER_INFO_KEYS if value.get(k) not in (None, "", [], {})}
-
-
-def _gatekeeper_review(request: dict[str, Any]) -> dict[str, Any]:
-    """An AdmissionRequest (as sent by the API server) -> Gatekeeper's input.review."""
-    review: dict[str, Any] = {
-        "uid": request["uid"] if isinstance(request.get("uid"), str) else "",
-        "kind": _struct(request.get("kind"), _GVK_KEYS),
-        "resource": _struct(request.get("resource"), _GVR_KEYS),
-        "operation": request.get("operation") or "",
-        "userInfo": _user_info(request.get("userInfo")),
-        "object": request.get("object"),
-        "oldObject": request.get("oldObject"),
-        "options": request.get("options"),
-    }
-    for key in _OPTIONAL_STRINGS:
-        if isinstance(request.get(key), str) and request[key]:
-            review[key] = request[key]
-    if isinstance(request.get("requestKind"), dict):
-        review["requestKind"] = _struct(request["requestKind"], _GVK_KEYS)
-    if isinstance(request.get("requestResource"), dict):
-        review["requestResource"] = _struct(request["requestResource"], _GVR_KEYS)
-    if isinstance(request.get("dryRun"), bool):
-        review["dryRun"] = request["dryRun"]
-    if review["operation"] == "DELETE":
-        # Gatekeeper's webhook evaluates DELETE with object set to the object being deleted.
-        review["object"] = review["oldObject"]
-    return review
-
-
 def audit_request(obj: dict[str, Any]) -> AdmissionRequest:
     """The review Gatekeeper's audit (and gator, for a bare object) builds for a stored object."""
-    group, version, kind = group_version_kind(obj)
-    review: dict[str, Any] = {
-        "uid": "",
-        "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": "", "version": "", "resource": ""},
-        "operation": "",
-        "userInfo": {},
-        "object": obj,
-        "oldObject": None,
-        "options": None,
-    }
-    for key in ("name", "namespace"):
-        value = dig(obj, "metadata", key)
-        if isinstance(value, str) and value:
-            review[key] = value
-    return AdmissionRequest(review)
-
-
-def guess_resource(kind: str) -> str:
-    """The plural resource of a kind, as kubectl's UnsafeGuessKindToResource guesses it."""
-    lower = kind.lower()
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
-        return lower + "es"
-    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return lower[:-1] + "ies"
-    return lower + "s"
-
-
-OPTIONS_KINDS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
-
-
-def apiserver_request(
-    operation: str,
-    obj: dict[str, Any] | None,
-    old: dict[str, Any] | None = None,
-    *,
-    uid: str | None = None,
-    username: str = REVIEW_USER,
-) -> dict[str, Any]:
-    """The AdmissionRequest an API server sends to a validating webhook for this operation."""
-    subject = obj if obj is not None else old
-    group, version, kind = group_version_kind(subject or {})
-    gvk = {"group": group, "version": version, "kind": kind}
-    gvr = {"group": group, "version": version, "resource": guess_resource(kind)}
-    request: dict[str, Any] = {
-        "uid": uid or str(uuid.uuid4()),
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
-        "operation": operation,
-        "userInfo": {"username": username},
-        "object": obj,
-        "oldObject": old,
-        "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": OPTIONS_KINDS[operation]}
-        if operation in OPTIONS_KINDS
-        else None,
-    }
-    for key in ("name", "namespace"):
-        value = dig(subject, "metadata", key)
-        if isinstance(value, str) and value:
-            request[key] = value
-    return request
-
-
-def admission_review_document(request: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": ADMISSION_REVIEW, "request": request}
+    return AdmissionRequest(audit_review(obj))
 
 
 def create_request(obj: dict[str, Any], source: str) -> AdmissionRequest:
@@ -172,7 +63,7 @@ def create_request(obj: dict[str, Any], source: str) -> AdmissionRequest:
     _, version, kind = group_version_kind(obj)
     if not kind or not version:
         raise InputError(source, "must have apiVersion and kind", field="object")
-    return AdmissionRequest(_gatekeeper_review(apiserver_request("CREATE", obj)))
+    return AdmissionRequest(gatekeeper_review(apiserver_request("CREATE", obj)))
 
 
 def is_admission_review(body: dict[str, Any]) -> bool:
@@ -198,7 +89,7 @@ def request_from_document(doc: Document) -> AdmissionRequest:
     if not isinstance(request, dict):
         raise InputError(doc.source, "required: a mapping", field="request")
     _validate(doc, request)
-    return AdmissionRequest(_gatekeeper_review(request))
+    return AdmissionRequest(gatekeeper_review(request))
 
 
 def _validate(doc: Document, request: dict[str, Any]) -> None:

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.admission import inventory_document
 from generator.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
 from generator.errors import EngineError, TemplateError
 from generator.gatekeeper.constraint import Constraint
 from generator.gatekeeper.documents import dig
 from generator.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
-from generator.gatekeeper.inventory import build_inventory, namespace_object
+from generator.gatekeeper.inventory import namespace_object
 from generator.gatekeeper.match import MatchError, request_matches
 from generator.gatekeeper.policy_set import PolicySet
 from generator.gatekeeper.review import AdmissionRequest
@@ -204,7 +205,7 @@ class GatekeeperRunner:
     def set_objects(self, objects: Iterable[dict[str, Any]]) -> None:
         """The cluster as Gatekeeper's sync sees it: inventory and Namespace objects."""
         self.objects = list(objects)
-        self.inventory = build_inventory(self.objects)
+        self.inventory = inventory_document(self.objects)
 
     def review(self, request: AdmissionRequest) -> ReviewResult:
         result = ReviewResult()

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
+from generator.admission import inventory_document
 from generator.engine import EmbeddedOpaEngine
 from generator.engine.rego_ast import RegoParser
 from generator.gatekeeper.documents import read_documents, read_single
-from generator.gatekeeper.inventory import build_inventory
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
@@ -66,7 +66,7 @@ class OpaBundle:
 
 
 def plain_opa_decision(bundle: bytes, input: Any, objects: list[dict[str, Any]]) -> dict[str, Any]:
-    with OpaBundle(bundle, build_inventory(objects)) as opa:
+    with OpaBundle(bundle, inventory_document(objects)) as opa:
         return opa.query("kubeflow.trainer.decision", input)
 
 

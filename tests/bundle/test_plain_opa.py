@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from generator.admission import inventory_document
 from generator.bundle.archive import write_archive
 from generator.bundle.build import build_bundle
 from generator.errors import InputError
 from generator.gatekeeper.documents import Document
-from generator.gatekeeper.inventory import build_inventory
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.gatekeeper.review import request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
@@ -198,7 +198,7 @@ def test_match_criteria_agree_with_the_runner(match_bundle, request_name):
 def test_inventory_is_read_from_data_inventory(match_bundle):
     bundle, _ = match_bundle
     review = _review("CREATE", _trainjob(OTHER, tier="gold"))
-    with OpaBundle(bundle, build_inventory([PROD])) as opa:
+    with OpaBundle(bundle, inventory_document([PROD])) as opa:
         names = {v["constraint"] for v in opa.query("kubeflow.trainer.decision", review)["violations"]}
     assert "prod-namespace" in names
 

@@ -11,6 +11,7 @@ import pytest
 from generator.catalog import load_catalog
 from generator.catalog.model import AUDIT, Case, Rule
 from generator.gatekeeper.external_data import ProviderAnswer, ProviderItem
+from generator.gatekeeper.review import AdmissionRequest
 from generator.profiles import generated_profiles
 from generator.render import requests
 from tests.rules.helpers import review_cli, runner_review, variant_of
@@ -68,7 +69,7 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
         providers = {name: LiteralAnswer(case.external_data) for name in rule.data.external_data_providers}
     result = runner_review(
         profile,
-        requests.admission_request(case),
+        AdmissionRequest(requests.review_input(case)),
         providers=providers,
         objects=list(case.cluster),
         parameters=None if case.parameters is None else {rule.id: case.parameters},

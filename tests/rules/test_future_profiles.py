@@ -12,6 +12,7 @@ from generator.gatekeeper.constraint import parse_constraint
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider
 from generator.gatekeeper.policy_set import PolicySet, add_constraint
+from generator.gatekeeper.review import AdmissionRequest
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.gatekeeper.template import parse_template
 from generator.profiles import PROFILES, Profile
@@ -45,7 +46,7 @@ def test_future_profile_fits_the_templates(profile: Profile, rule: Rule):
     assert FUTURE, "every profile is generated: this test has nothing left to prove"
     for case in rule.cases(profile):
         with _runner(rule, profile, case) as runner:
-            result = runner.review(requests.admission_request(case))
+            result = runner.review(AdmissionRequest(requests.review_input(case)))
         assert result.errors == [], case.name
         assert sorted(v.msg for v in result.violations) == sorted(e.msg for e in case.expected), case.name
         if case.operation != AUDIT and rule.id == "trainjob-override-mutability":

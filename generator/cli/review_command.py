@@ -6,19 +6,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from generator.errors import InputError
-from generator.gatekeeper.documents import read_documents, read_single
-from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider, ProviderClient
-from generator.gatekeeper.policy_set import PolicySet, load_policy_set, with_parameters
-from generator.gatekeeper.review import audit_request, request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
-from provider.handler import ProviderHandler
-from provider.sources import StaticJobSetSource
+from generator.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
+from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, gatekeeper_bundle_dir
 
-EXIT_ALLOWED, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+if TYPE_CHECKING:
+    from generator.gatekeeper.documents import Document
+    from generator.gatekeeper.external_data import ProviderClient
+    from generator.gatekeeper.policy_set import PolicySet
+    from generator.gatekeeper.runner import ReviewResult
+
+EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
+STDIN = "-"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,69 +27,169 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="evaluate one admission request the way Gatekeeper would",
         description=(
             "Evaluate an admission.k8s.io/v1 AdmissionReview (or a bare object, taken as CREATE) against the "
-            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error."
+            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error (one line on "
+            "stderr), also when no constraint at all was loaded."
         ),
     )
-    parser.add_argument("review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object")
     parser.add_argument(
-        "--objects", nargs="+", action="extend", default=[], metavar="FILE",
-        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process provider",
+        "review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object (YAML or JSON); - reads stdin"
     )
-    parser.add_argument("--provider-url", help="call a running external data provider at this https:// URL instead")
-    parser.add_argument("--ca-file", help="CA bundle that signed the provider's serving certificate")
-    parser.add_argument("--client-cert", help="client certificate for a provider that requires mTLS")
-    parser.add_argument("--client-key", help="key of --client-cert")
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, help="Trainer version profile (default %(default)s)")
     parser.add_argument(
-        "--constraints", nargs="+", action="extend", metavar="DIR",
-        help="templates, constraints and Provider objects to use (default: bundles/gatekeeper/<profile>)",
+        "--objects",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process "
+        "provider (default: none)",
     )
-    parser.add_argument("--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}}")
     parser.add_argument(
-        "--audit", action="store_true",
-        help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo)",
+        "--provider-url",
+        metavar="URL",
+        help="call a running external data provider at this https:// URL instead of the in-process one, with "
+        "the Provider's spec.timeout (seconds) as the deadline of each whole call (default: in-process)",
     )
-    parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    parser.add_argument(
+        "--ca-file",
+        metavar="FILE",
+        help="PEM CA bundle that signed the provider's serving certificate (required with --provider-url)",
+    )
+    parser.add_argument(
+        "--client-cert", metavar="FILE", help="PEM client certificate for a provider that requires mTLS (default: none)"
+    )
+    parser.add_argument("--client-key", metavar="FILE", help="PEM key of --client-cert (default: none)")
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help="Trainer version profile: uses what `kubectl apply -k bundles/gatekeeper/<profile>` installs "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--constraints",
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="files or folders of templates, constraints and Provider objects to use instead of the profile's "
+        "(default: the profile's bundle)",
+    )
+    parser.add_argument(
+        "--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}} (default: none)"
+    )
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo; default: off)",
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("json", "text"), default="text", help="report format (default %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
-def _providers(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> dict[
-    str, ProviderClient
-]:
-    if args.provider_url:
-        if not args.ca_file:
-            raise InputError("--ca-file", "required with --provider-url")
-        if bool(args.client_cert) != bool(args.client_key):
-            raise InputError("--client-cert", "--client-cert and --client-key go together")
+def known_profiles() -> list[str]:
+    folder = BUNDLES_DIR / "gatekeeper"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def profile_files(profile: str) -> list[Path]:
+    """What `kubectl apply -k bundles/gatekeeper/<profile>` installs: its kustomization's resources
+    (not the samples and suites next to them, which hold no policy objects)."""
+    known = known_profiles()
+    if profile not in known:
+        raise InputError("--profile", f"unknown profile {profile!r} (known: {', '.join(known) or 'none'})")
+    folder = gatekeeper_bundle_dir(profile)
+    kustomization = folder / "kustomization.yaml"
+    if not kustomization.is_file():
+        return [folder]
+    from generator.gatekeeper.documents import read_single
+
+    resources = read_single(kustomization).body.get("resources")
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise InputError(str(kustomization), "must be a list of file names", field="resources")
+    return [folder / r for r in resources]
+
+
+def _read_review(path: str) -> Document:
+    from generator.gatekeeper.documents import parse_documents, read_single
+
+    if path != STDIN:
+        return read_single(path)
+    try:
+        text = sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise InputError("<stdin>", "not UTF-8 text") from exc
+    documents = parse_documents(text, "<stdin>")
+    if len(documents) != 1:
+        raise InputError("<stdin>", f"expected exactly one document, found {len(documents)}")
+    return documents[0]
+
+
+def _providers(
+    args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]
+) -> dict[str, ProviderClient]:
+    from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider
+
+    if args.provider_url:  # flags already checked by _check_provider_flags
         cert = (args.client_cert, args.client_key) if args.client_cert else None
         return {
             name: HttpsProvider(args.provider_url, args.ca_file, timeout=p.timeout_seconds, client_cert=cert)
             for name, p in policy_set.providers.items()
         }
+    from provider.handler import ProviderHandler
+    from provider.sources import StaticJobSetSource
+
     handler = ProviderHandler(StaticJobSetSource(objects))
     return {name: InProcessProvider(handler.handle) for name in policy_set.providers}
 
 
-def _load_parameters(path: str) -> dict[str, Any]:
-    doc = read_single(path)
-    return doc.body
+def _check_provider_flags(args: argparse.Namespace) -> None:
+    """--provider-url and its TLS files are checked before anything is evaluated."""
+    if args.provider_url is None:
+        for flag in ("ca_file", "client_cert", "client_key"):
+            if getattr(args, flag):
+                raise InputError(f"--{flag.replace('_', '-')}", "only used with --provider-url")
+        return
+    if not args.ca_file:
+        raise InputError("--ca-file", "required with --provider-url")
+    if bool(args.client_cert) != bool(args.client_key):
+        raise InputError("--client-cert", "--client-cert and --client-key go together")
+    from generator.gatekeeper.https_client import split_url, tls_client_context
+
+    try:
+        split_url(args.provider_url)
+    except InputError as exc:
+        raise InputError("--provider-url", f"{exc.message}, got {args.provider_url!r}") from exc
+    tls_client_context(args.ca_file, (args.client_cert, args.client_key) if args.client_cert else None)
 
 
 def run(args: argparse.Namespace) -> int:
-    constraint_dirs = args.constraints or [gatekeeper_bundle_dir(args.profile)]
-    for directory in constraint_dirs:
-        if not Path(directory).exists():
-            raise InputError(str(directory), "no such constraints folder (unknown --profile?)")
-    request = request_from_document(read_single(args.review))
+    from generator.gatekeeper.documents import read_documents, read_single
+    from generator.gatekeeper.policy_set import load_policy_set, with_parameters
+    from generator.gatekeeper.review import audit_request, request_from_document
+    from generator.gatekeeper.runner import GatekeeperRunner
+
+    sources: list[str | Path] = list(args.constraints) if args.constraints else list(profile_files(args.profile))
+    for source in sources:
+        if not Path(source).exists():
+            raise InputError(str(source), "no such file or folder")
+    _check_provider_flags(args)
+    request = request_from_document(_read_review(args.review))
     if args.audit:
         if request.object is None:
             raise InputError(args.review, "audit needs an object", field="object")
         request = audit_request(request.object)
     objects = [doc.body for path in args.objects for doc in read_documents(path)]
-    policy_set = load_policy_set(constraint_dirs)
+    policy_set = load_policy_set(sources)
     if args.parameters:
-        policy_set = with_parameters(policy_set, _load_parameters(args.parameters), args.parameters)
+        policy_set = with_parameters(policy_set, read_single(args.parameters).body, args.parameters)
     with GatekeeperRunner(policy_set, _providers(args, policy_set, objects), objects=objects) as runner:
+        if not policy_set.constraints:  # after the templates compiled: their errors say more
+            where = ", ".join(map(str, sources))
+            raise InputError(
+                where,
+                "no Constraint found, so nothing would be enforced (want ConstraintTemplates "
+                "and their Constraints; see --constraints and --profile)",
+            )
         result = runner.review(request)
     if args.output == "json":
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))

@@ -28,8 +28,15 @@ def read_documents(path: str | Path) -> list[Document]:
         raise InputError(str(path), exc.strerror or str(exc)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(str(path), "not UTF-8 text") from exc
+    return parse_documents(text, str(path))
+
+
+def parse_documents(text: str, path: str) -> list[Document]:
+    """`read_documents` of text already read (e.g. from stdin); `path` names it in errors."""
     try:
         raw = [d for d in yaml.safe_load_all(text) if d is not None]
+    except RecursionError as exc:
+        raise InputError(str(path), "nested too deeply to parse") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -45,7 +52,8 @@ def read_documents(path: str | Path) -> list[Document]:
 
 
 def _flatten(source: str, body: dict[str, Any]) -> Iterator[Document]:
-    if body.get("kind") == "List" or (body.get("kind", "").endswith("List") and "items" in body):
+    kind = body.get("kind")
+    if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in body):
         items = body.get("items")
         if not isinstance(items, list):
             raise InputError(source, "must be a list", field="items")

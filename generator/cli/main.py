@@ -106,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         _report(prog, "stdout was closed before all output was written")
+    except OSError as exc:  # a file or socket the command needed: name it, no traceback
+        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
+        _report(prog, f"{target}: {exc.strerror or exc}" if target else f"{type(exc).__name__}: {exc}")
     except RecursionError:
         _report(prog, "input nested too deeply to process")
     except MemoryError:

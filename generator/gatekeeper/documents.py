@@ -11,6 +11,9 @@ import yaml
 
 from generator.errors import InputError
 
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (several times faster), else the pure-Python one."""
+
 
 @dataclass(frozen=True)
 class Document:
@@ -34,7 +37,7 @@ def read_documents(path: str | Path) -> list[Document]:
 def parse_documents(text: str, path: str) -> list[Document]:
     """`read_documents` of text already read (e.g. from stdin); `path` names it in errors."""
     try:
-        raw = [d for d in yaml.safe_load_all(text) if d is not None]
+        raw = _load_all(text)
     except RecursionError as exc:
         raise InputError(str(path), "nested too deeply to parse") from exc
     except yaml.YAMLError as exc:
@@ -49,6 +52,16 @@ def parse_documents(text: str, path: str) -> list[Document]:
             raise InputError(source, f"expected a mapping (a Kubernetes object), got {type(body).__name__}")
         documents.extend(_flatten(source, body))
     return documents
+
+
+def _load_all(text: str) -> list[Any]:
+    try:
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
+    except yaml.YAMLError:
+        if SAFE_LOADER is yaml.SafeLoader:
+            raise
+    # libyaml's error positions differ (e.g. a line past the end): the pure loader says where, exactly.
+    return [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
 
 
 def _flatten(source: str, body: dict[str, Any]) -> Iterator[Document]:

@@ -64,7 +64,11 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
             return
         if not target.is_dir():
             raise NotADirectoryError(f"{target} exists and is not a folder")
-        for item in sorted(staging.iterdir()):
+        items = sorted(staging.iterdir())
+        for item in items:  # check every move can succeed before making any
+            if (target / item.name).is_dir():
+                raise IsADirectoryError(f"{target / item.name} is a folder: cannot write {item.name} there")
+        for item in items:
             os.replace(item, target / item.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

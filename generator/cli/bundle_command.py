@@ -27,43 +27,55 @@ from generator.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "bundle", help="build, sign and verify OPA bundles of the policies",
+        "bundle",
+        help="build, sign and verify OPA bundles of the policies",
         description="OPA bundles (gzipped tar, .manifest, optional .signatures.json) of each profile's Rego.",
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    build = verbs.add_parser("build", help="write dist/kubeflow-trainer-policy-<profile>.tar.gz per profile",
-                             description="Build reproducible OPA bundles from the generated ConstraintTemplates.")
+    build = verbs.add_parser(
+        "build",
+        help="write dist/kubeflow-trainer-policy-<profile>.tar.gz per profile",
+        description="Build reproducible OPA bundles from the generated ConstraintTemplates.",
+    )
     build.add_argument(
         "--profile", action="append", metavar="P", help="profile to build, repeatable (default: every generated one)"
     )
     build.add_argument(
-        "--output-dir", default=str(PROJECT_ROOT / "dist"), metavar="DIR",
+        "--output-dir",
+        default=str(PROJECT_ROOT / "dist"),
+        metavar="DIR",
         help="folder for the tarballs, created if missing (default: %(default)s)",
     )
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
     build.set_defaults(run=run_build)
 
-    sign = verbs.add_parser("sign", help="add .signatures.json to a bundle",
-                            description="Sign every file of a bundle with a PEM private key (OPA's JWT format).")
+    sign = verbs.add_parser(
+        "sign",
+        help="add .signatures.json to a bundle",
+        description="Sign every file of a bundle with a PEM private key (OPA's JWT format).",
+    )
     sign.add_argument("bundle", metavar="BUNDLE.tar.gz")
     sign.add_argument(
-        "--signing-key", required=True, metavar="KEY.pem",
+        "--signing-key",
+        required=True,
+        metavar="KEY.pem",
         help="unencrypted PEM private key: RSA for RS*, EC on the matching curve for ES* (P-256, P-384, P-521)",
     )
     sign.add_argument(
         "--signing-alg", default="RS256", choices=sorted(ALGORITHMS), help="JWT algorithm (default %(default)s)"
     )
     sign.add_argument("--key-id", default="default", help="kid of the JWT (OPA's keys.<id>; default %(default)s)")
-    sign.add_argument(
-        "--scope", default="", help="scope claim OPA checks against its configuration (default: none)"
-    )
+    sign.add_argument("--scope", default="", help="scope claim OPA checks against its configuration (default: none)")
     sign.add_argument("-o", "--output", metavar="FILE", help="write here instead of replacing BUNDLE (default: BUNDLE)")
     sign.set_defaults(run=run_sign)
 
-    verify = verbs.add_parser("verify", help="check a bundle would activate (and its signature, given a key)",
-                              description="Check manifest, roots and that the Rego compiles; with "
-                              "--verification-key also the signature of every file.")
+    verify = verbs.add_parser(
+        "verify",
+        help="check a bundle would activate (and its signature, given a key)",
+        description="Check manifest, roots and that the Rego compiles; with "
+        "--verification-key also the signature of every file.",
+    )
     verify.add_argument("bundle", metavar="BUNDLE.tar.gz")
     verify.add_argument(
         "--verification-key", metavar="PUB.pem", help="PEM public key the bundle was signed for (default: no check)"

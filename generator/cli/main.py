@@ -50,8 +50,8 @@ def selected_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser; with `only`, every other subcommand is a stub (its module is not imported)."""
+def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The full parser; with `lazy`, every subcommand but `only` is a stub (its module is not imported)."""
     parser = argparse.ArgumentParser(
         prog="trainer-policy",
         description="Kubeflow Trainer admission policies for OPA Gatekeeper: generate, test, review, bundle.",
@@ -63,7 +63,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
-        if only is None or name == only:
+        if not lazy or name == only:
             command_module(name).register(subparsers)
         else:
             subparsers.add_parser(name, help=help_text, add_help=False)
@@ -89,7 +89,7 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(selected_command(argv))
+    parser = build_parser(selected_command(argv), lazy=True)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, a usage error exits 2

@@ -52,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ca-file",
         metavar="FILE",
-        help="PEM CA bundle that signed the provider's serving certificate (required with --provider-url)",
+        help="PEM CA bundle that signed the provider's serving certificate "
+        "(default: none; required with --provider-url)",
     )
     parser.add_argument(
         "--client-cert", metavar="FILE", help="PEM client certificate for a provider that requires mTLS (default: none)"

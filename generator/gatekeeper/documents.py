@@ -13,6 +13,8 @@ from generator.errors import InputError
 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when PyYAML was built with it (several times faster), else the pure-Python one."""
+MAX_NESTING = 512
+"""Deepest nesting of mappings and sequences read; no Kubernetes object comes near it."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ def parse_documents(text: str, path: str) -> list[Document]:
     try:
         raw = _load_all(text)
     except RecursionError as exc:
-        raise InputError(str(path), "nested too deeply to parse") from exc
+        raise InputError(str(path), f"nested too deeply to parse (at most {MAX_NESTING} levels)") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -54,12 +56,27 @@ def parse_documents(text: str, path: str) -> list[Document]:
     return documents
 
 
+def _check_nesting(text: str) -> None:
+    """libyaml's composer recurses in C: about 50,000 levels crash the process (SIGSEGV), so depth is
+    counted first on its event stream, which is not recursive."""
+    depth = 0
+    for event in yaml.parse(text, Loader=SAFE_LOADER):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise RecursionError(f"more than {MAX_NESTING} nested levels")
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            depth -= 1
+
+
 def _load_all(text: str) -> list[Any]:
+    if SAFE_LOADER is yaml.SafeLoader:  # the pure loader raises RecursionError by itself
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
     try:
+        _check_nesting(text)
         return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
     except yaml.YAMLError:
-        if SAFE_LOADER is yaml.SafeLoader:
-            raise
+        pass
     # libyaml's error positions differ (e.g. a line past the end): the pure loader says where, exactly.
     return [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
 

@@ -406,7 +406,7 @@ def test_review_imports_only_what_it_needs() -> None:
         "import sys; from generator.cli.main import main; "
         f"rc = main(['review', {str(ACTIVE_REVIEW)!r}, '--objects', {str(ACTIVE_INVENTORY)!r}]); "
         "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http') or m.startswith(('generator.bundle', "
+        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http', 'jsonschema') or m.startswith(('generator.bundle', "
         "'generator.render', 'generator.cli.bundle', 'generator.cli.certs', 'generator.cli.generate'))))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)

@@ -13,6 +13,7 @@ import yaml
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from provider.certs import make_ca
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
 from tests.admission import admission_review
@@ -217,7 +218,7 @@ def test_inventory_source(tmp_path):
 
 def test_provider_down_is_an_internal_violation(tmp_path):
     ca = tmp_path / "ca.pem"
-    ca.write_text("not used: the connection is refused first\n")
+    ca.write_bytes(make_ca().cert_pem)  # a real CA (bad TLS files are refused up front); the connection is refused
     update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
     result = review_cli(tmp_path, update, extra=("--provider-url", "https://127.0.0.1:9/", "--ca-file", str(ca)))
     assert result.exit_code == 1

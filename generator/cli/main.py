@@ -87,6 +87,17 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, OSError):  # a file or socket the command needed: name it
+        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
+        return f"{target}: {exc.strerror or exc}" if target else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, RecursionError):
+        return "input nested too deeply to process"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(selected_command(argv), lazy=True)
@@ -106,18 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         _report(prog, "stdout was closed before all output was written")
-    except OSError as exc:  # a file or socket the command needed: name it, no traceback
-        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
-        _report(prog, f"{target}: {exc.strerror or exc}" if target else f"{type(exc).__name__}: {exc}")
-    except RecursionError:
-        _report(prog, "input nested too deeply to process")
-    except MemoryError:
-        _report(prog, "out of memory")
-    except Exception as exc:
+    except Exception as exc:  # anything else: one line (a traceback only with --debug), never exit 1
         if args.debug:
             traceback.print_exc()
-        hint = "" if args.debug else " (run `trainer-policy --debug ...` for a traceback)"
-        _report(prog, f"internal error: {type(exc).__name__}: {exc}{hint}")
+        _report(prog, _describe(exc) + ("" if args.debug else " (`trainer-policy --debug ...` shows a traceback)"))
     return EXIT_ERROR
 
 

@@ -13,3 +13,7 @@ DEFAULT_PROFILE = "v2.0"
 
 def gatekeeper_bundle_dir(profile: str) -> Path:
     return BUNDLES_DIR / "gatekeeper" / profile
+
+
+EXTERNAL_DATA_VARIANT = "external-data"
+"""bundles/gatekeeper/<profile>/external-data/: the install whose override mutability asks the provider."""

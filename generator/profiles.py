@@ -28,6 +28,8 @@ class Profile:
     """Rule D: runtimes labelled trainer.kubeflow.org/webhook-validation=disabled are skipped (v2.3+)."""
     generated: bool = True
     """Whether `trainer-policy generate` emits a Gatekeeper bundle for it today."""
+    managed_by_immutable_detail: str = "ManagedBy value is immutable"
+    """Rule C: the immutability detail (the webhook's text until v2.1, the CRD's CEL `field is immutable` from v2.2)."""
 
     @property
     def override_path(self) -> str:
@@ -52,8 +54,29 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "v2.1", "v2.1.x", "podTemplateOverrides", "PodTemplateOverrides", "new", False, True, False, generated=False
         ),
-        Profile("v2.2", "v2.2.x", "runtimePatches", "RuntimePatches", "new", False, True, False, generated=False),
-        Profile("v2.3", "v2.3.0 and later", "runtimePatches", "RuntimePatches", "old_or_new", False, True, True),
+        Profile(
+            "v2.2",
+            "v2.2.x",
+            "runtimePatches",
+            "RuntimePatches",
+            "new",
+            False,
+            True,
+            False,
+            generated=False,
+            managed_by_immutable_detail="field is immutable",
+        ),
+        Profile(
+            "v2.3",
+            "v2.3.0 and later",
+            "runtimePatches",
+            "RuntimePatches",
+            "old_or_new",
+            False,
+            True,
+            True,
+            managed_by_immutable_detail="field is immutable",
+        ),
     )
 }
 DEFAULT_PROFILE = "v2.0"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from provider.jobset_state import jobset_state
-from provider.keys import KEY_PATTERN, parse_key
+from provider.keys import parse_key
 from provider.sources import JobSetSource, Lookup
 
 API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
@@ -117,7 +117,7 @@ class ProviderHandler:
         parts: list[str] = []
         errors = 0
         lookup_in = self.source.lookup
-        valid = KEY_PATTERN.fullmatch
+        parse = parse_key
         fragment = getattr(self.source, "fragment", None)
         clock = self._clock
         deadline = None if self.timeout is None else clock() + self.timeout
@@ -127,19 +127,15 @@ class ProviderHandler:
             elif fragment is not None and (item := fragment(key)) is not None:
                 parts.append(item)
                 continue
-            elif len(key) > 317 or valid(key) is None:
+            elif (parsed := parse(key)) is None:
                 message = invalid_key_error(key)
             else:
-                namespace, _, name = key.partition("/")
-                if len(name) > 253:
-                    message = invalid_key_error(key)
-                else:
-                    lookup = lookup_in(namespace, name)
-                    if not lookup.error:  # a valid key is [a-z0-9.-/] only: safe to quote as is
-                        value = lookup.value_json or _dumps(jobset_state(lookup.jobset))
-                        parts.append('{"key":"' + key + '","value":' + value + "}")
-                        continue
-                    message = lookup.error
+                lookup = lookup_in(*parsed)
+                if not lookup.error:  # a valid key is [A-Za-z0-9._:#/-] only: safe to quote as is
+                    value = lookup.value_json or _dumps(jobset_state(lookup.jobset))
+                    parts.append('{"key":"' + key + '","value":' + value + "}")
+                    continue
+                message = lookup.error
             errors += 1
             parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
         return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)

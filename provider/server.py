@@ -15,7 +15,7 @@ from provider.tls import ReloadingTLS, TLSFiles
 
 DEFAULT_REQUEST_TIMEOUT = 1.2
 """Seconds. With a live GET (0.5 s timeout) started just before it, an answer leaves within 1.7 s: below the
-2 s `spec.timeout` of the generated Provider object (bundles/gatekeeper/<profile>/.../provider.yaml)."""
+2 s `spec.timeout` of the Provider object `trainer-policy certs --provider-yaml` writes."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What OPA checks when it activates a bundle, minus the signature: manifest, roots, Rego v1 compiles."""
+"""What OPA checks when it activates a bundle, minus the signature: manifest, roots, Rego v1 compiles
+with OPA's own builtins only (no `external_data`), data files parse and lie under the roots."""
 
 from __future__ import annotations
 
@@ -6,9 +7,18 @@ import json
 from typing import Any
 
 from generator.bundle.build import MANIFEST, SIGNATURES
+from generator.bundle.loader import DATA_FILES, bundle_data, load_bundle
 from generator.engine import EmbeddedOpaEngine
 from generator.engine.rego_ast import RegoParser
 from generator.errors import EngineError
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _under_roots(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root + "/") or root == "" for root in roots)
 
 
 def bundle_problems(files: dict[str, bytes]) -> list[str]:
@@ -35,23 +45,38 @@ def bundle_problems(files: dict[str, bytes]) -> list[str]:
     if not modules:
         problems.append("the bundle holds no Rego module")
     parser = RegoParser()
-    with EmbeddedOpaEngine() as engine:
-        engine.register_builtin("external_data", lambda _request: None, arity=1)
-        for name, content in sorted(modules.items()):
-            try:
-                package = parser.parse(name, content.decode()).package
-                engine.add_module(name, content.decode())
-            except (EngineError, UnicodeDecodeError) as exc:
-                problems.append(f"{name}: {' '.join(str(exc).split())}")
-                continue
-            if not any(package == root.replace("/", ".") or package.startswith(root.replace("/", ".") + ".")
-                       for root in roots):
-                problems.append(f"{name}: package {package} is outside the manifest roots {roots}")
+    for name, content in sorted(modules.items()):
         try:
-            engine.eval_query("x := 1")
-        except EngineError as exc:
-            problems.append(f"the modules do not compile together: {' '.join(str(exc).split())}")
+            package = parser.parse(name, content.decode()).package
+        except (EngineError, UnicodeDecodeError) as exc:
+            problems.append(f"{name}: {_one_line(exc)}")
+            continue
+        if not _under_roots(package.replace(".", "/"), roots):
+            problems.append(f"{name}: package {package} is outside the manifest roots {roots}")
+    try:
+        documents = bundle_data(files)
+    except ValueError as exc:
+        problems.append(str(exc))
+        documents = []
+    for path, value in documents:
+        keys = [f"{path}/{key}".lstrip("/") for key in value] if isinstance(value, dict) else [path]
+        outside = [key for key in keys if not _under_roots(key, roots)]
+        if outside:
+            problems.append(f"{path or '.'}/data: {outside[0]} is outside the manifest roots {roots}")
+    if not problems:
+        problems += _compile_problems(files)
     for name in files:
-        if name not in modules and name not in (MANIFEST, SIGNATURES) and not name.endswith(("data.json", "data.yaml")):
+        loaded = name in modules or name in (MANIFEST, SIGNATURES) or name.rsplit("/", 1)[-1] in DATA_FILES
+        if not loaded:
             problems.append(f"{name}: OPA does not load this file")
     return problems
+
+
+def _compile_problems(files: dict[str, bytes]) -> list[str]:
+    with EmbeddedOpaEngine() as engine:
+        try:
+            load_bundle(engine, files)
+            engine.eval_query("x := 1")
+        except (EngineError, UnicodeDecodeError) as exc:
+            return [f"the modules do not compile together: {_one_line(exc)}"]
+    return []

@@ -103,7 +103,17 @@ def review_cases() -> list[LibCase]:
         LibCase("get_from_object", 'get({"a": {"b": 1}}, ["a", "b"], 7)', 1),
         LibCase("array_of_non_array", "array(5)", []),
         LibCase("array_of_array", "array([1])", [1]),
-        LibCase("audit_applies", 'applies_to({"CREATE"}) with input as {"review": {"object": {}}}', True),
+        LibCase(
+            "audit_applies",
+            'applies_to({"CREATE"}) with input as {"review": {"operation": "", "object": {}, "oldObject": null}}',
+            True,
+        ),
+        LibCase("absent_operation_is_audit", 'applies_to({"CREATE"}) with input as {"review": {"object": {}}}', True),
+        LibCase(
+            "audit_is_never_an_update",
+            'not is_update with input as {"review": {"operation": "", "object": {}, "oldObject": null}}',
+            True,
+        ),
         LibCase(
             "delete_does_not_apply",
             'not applies_to({"CREATE"}) with input as {"review": {"operation": "DELETE"}}',

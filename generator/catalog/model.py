@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,15 @@ class Case:
     def allowed(self) -> bool:
         return not self.expected
 
+    @property
+    def uid(self) -> str:
+        return case_uid(self.name)
+
+
+def case_uid(name: str) -> str:
+    """The admission request uid of a case: stable, so generated files do not drift."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trainer-policy/{name}"))
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -101,6 +111,8 @@ class Rule:
     """Lib modules (names under generator/catalog/templates/lib/, without .rego) the template imports."""
     cases: Callable[[Profile], list[Case]]
     template_vars: dict[str, Json] = field(default_factory=dict)
+    alternative_to: str = ""
+    """The id of the rule this one replaces in the bundle's external-data variant ("" for none)."""
 
     @property
     def template_name(self) -> str:

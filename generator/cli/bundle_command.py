@@ -1,8 +1,10 @@
-"""`trainer-policy bundle build|sign|verify`: the shipped Rego as an OPA bundle, signed the way OPA verifies."""
+"""`trainer-policy bundle build|sign|verify|serve|push|pull`: the policies as OPA bundles, signed, served, published."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 from generator.bundle.archive import read_archive, write_archive
 from generator.bundle.build import SIGNATURES, build_bundle
 from generator.bundle.check import bundle_problems
+from generator.bundle.oci import RegistryError, RegistryOptions, pull, push
+from generator.bundle.server import bundle_files, make_server, server_url
 from generator.bundle.signing import (
     ALGORITHMS,
     BundleFileError,
@@ -28,7 +32,7 @@ from generator.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bundle",
-        help="build, sign and verify OPA bundles of the policies",
+        help="build, sign, verify, serve and publish OPA bundles of the policies",
         description="OPA bundles (gzipped tar, .manifest, optional .signatures.json) of each profile's Rego.",
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -48,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="folder for the tarballs, created if missing (default: %(default)s)",
     )
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
+    build.add_argument(
+        "--constraints",
+        metavar="DIR",
+        help="build from these templates and constraints (your parameters) instead of bundles/gatekeeper/<profile>; "
+        "needs exactly one --profile, which names the output (default: the profile's bundle)",
+    )
     build.set_defaults(run=run_build)
 
     sign = verbs.add_parser(
@@ -84,6 +94,82 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--scope", default="", help="expected scope claim (default: none)")
     verify.set_defaults(run=run_verify)
 
+    serve = verbs.add_parser(
+        "serve",
+        help="serve built bundles over HTTP(S) with ETags, for OPA's bundle downloader",
+        description="Serve DIR/<name>.tar.gz at /<name>.tar.gz. Every answer carries an ETag (SHA-256 of the file); "
+        "If-None-Match with it gets 304. A rebuilt bundle is served with a new ETag at once. Other paths: 400 "
+        "(malformed) or 404 (no such bundle).",
+    )
+    serve.add_argument("dir", metavar="DIR", help="folder of built bundles (e.g. dist)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    serve.add_argument("--port", type=int, default=8282, help="port (default %(default)s; 0 picks a free one)")
+    serve.add_argument("--cert-file", help="serve HTTPS with this certificate (PEM) (default: plain HTTP)")
+    serve.add_argument("--key-file", help="key of --cert-file (PEM) (default: none)")
+    serve.add_argument("--access-log", action="store_true", help="log every request on stderr (default: off)")
+    serve.set_defaults(run=run_serve)
+
+    push_verb = verbs.add_parser(
+        "push",
+        help="publish a bundle to an OCI registry, in the layout OPA's OCI downloader reads",
+        description="Upload BUNDLE as an OCI artifact: one application/vnd.oci.image.layer.v1.tar+gzip layer "
+        "(the tarball) and an application/vnd.oci.image.config.v1+json config, tagged REF.",
+    )
+    push_verb.add_argument("bundle", metavar="BUNDLE.tar.gz")
+    push_verb.add_argument("reference", metavar="REF", help="host[:port]/repository:tag")
+    _registry_options(push_verb)
+    push_verb.set_defaults(run=run_push)
+
+    pull_verb = verbs.add_parser(
+        "pull",
+        help="fetch a bundle from an OCI registry (the layer OPA would load)",
+        description="Download the first tar+gzip layer of REF, as OPA does, check its digest and that it would "
+        "activate (and its signature with --verification-key), then write it to --output.",
+    )
+    pull_verb.add_argument("reference", metavar="REF", help="host[:port]/repository:tag or ...@sha256:<digest>")
+    pull_verb.add_argument("-o", "--output", required=True, metavar="FILE.tar.gz")
+    pull_verb.add_argument(
+        "--verification-key", metavar="PUB.pem", help="refuse a bundle whose signature fails (default: no check)"
+    )
+    pull_verb.add_argument("--key-id", default="", help="expected kid (default: any)")
+    pull_verb.add_argument("--scope", default="", help="expected scope claim (default: none)")
+    _registry_options(pull_verb)
+    pull_verb.set_defaults(run=run_pull)
+
+
+PASSWORD_ENV = "TRAINER_POLICY_REGISTRY_PASSWORD"
+
+
+def _registry_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plain-http", action="store_true", help="HTTP instead of HTTPS, for a local test registry (default: HTTPS)"
+    )
+    parser.add_argument("--ca-file", help="CA bundle of the registry's certificate (default: the system's)")
+    parser.add_argument(
+        "--username", help="registry user (HTTP Basic, or a token service's login) (default: anonymous)"
+    )
+    parser.add_argument(
+        "--password-file",
+        metavar="FILE",
+        help=f"file holding the password (default: ${PASSWORD_ENV}); never on the command line",
+    )
+
+
+def _options(args: argparse.Namespace) -> RegistryOptions:
+    password = None
+    if args.password_file:
+        try:
+            password = Path(args.password_file).read_text().rstrip("\r\n")
+        except OSError as exc:
+            raise InputError(args.password_file, exc.strerror or str(exc)) from exc
+    elif args.username:
+        password = os.environ.get(PASSWORD_ENV)
+        if password is None:
+            raise InputError("--username", f"needs --password-file or ${PASSWORD_ENV}")
+    if args.ca_file and not Path(args.ca_file).is_file():
+        raise InputError(args.ca_file, "no such file", field="--ca-file")
+    return RegistryOptions(args.plain_http, args.ca_file, args.username, password)
+
 
 def _version() -> str:
     try:
@@ -94,15 +180,21 @@ def _version() -> str:
 
 def run_build(args: argparse.Namespace) -> int:
     known = sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
+    if args.constraints and len(args.profile or []) != 1:
+        raise InputError("--constraints", "needs exactly one --profile (it names the bundle)")
     for profile in args.profile or []:
-        if profile not in known:
+        if args.constraints and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", profile):
+            raise InputError("--profile", f"names the output file: letters, digits, '.', '_', '-', got {profile!r}")
+        if not args.constraints and profile not in known:
             raise InputError("--profile", f"no generated bundle for profile {profile!r} (known: {', '.join(known)})")
+    if args.constraints and not Path(args.constraints).is_dir():
+        raise InputError(args.constraints, "no such folder", field="--constraints")
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise InputError(args.output_dir, "exists and is not a folder", field="--output-dir")
     built = []
     for profile in args.profile or known:  # every bundle is built and checked before any is written
-        source = gatekeeper_bundle_dir(profile)
+        source = Path(args.constraints) if args.constraints else gatekeeper_bundle_dir(profile)
         content = build_bundle(source, profile, _version(), args.revision)
         problems = bundle_problems(content.files)
         if problems:
@@ -111,6 +203,8 @@ def run_build(args: argparse.Namespace) -> int:
     for output, content in built:
         write_archive(output, content.files)
         print(f"{output}: {len(content.files)} files, revision {content.revision}, roots {', '.join(content.roots)}")
+        for template, reason in sorted(content.left_out.items()):
+            print(f"{output}: left out template {template}: {reason}")
     return 0
 
 
@@ -158,4 +252,73 @@ def run_verify(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     signed = "signature verified" if args.verification_key else "not signature-checked"
     print(f"{args.bundle}: ok ({len(files)} files, {signed})")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise InputError(args.dir, "no such folder")
+    if bool(args.cert_file) != bool(args.key_file):
+        raise InputError("--cert-file", "--cert-file and --key-file go together")
+    try:
+        server = make_server(root, args.host, args.port, args.cert_file, args.key_file, quiet=not args.access_log)
+    except OSError as exc:
+        raise InputError(f"{args.host}:{args.port}", exc.strerror or str(exc)) from exc
+    url = server_url(server, bool(args.cert_file))
+    names = bundle_files(root)
+    print(f"serving {root} at {url} ({', '.join(names) or 'no bundle yet'})", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+def run_push(args: argparse.Namespace) -> int:
+    path = Path(args.bundle)
+    files = read_archive(path)
+    problems = bundle_problems(files)
+    if problems:
+        raise InputError(args.bundle, f"not a bundle OPA would activate: {problems[0]}")
+    try:
+        result = push(path, args.reference, _options(args))
+    except RegistryError as exc:
+        raise InputError(args.reference, str(exc)) from exc
+    print(
+        f"{args.reference}: pushed {args.bundle} ({result.size} bytes), manifest {result.manifest_digest}, "
+        f"bundle layer {result.layer_digest}"
+    )
+    return 0
+
+
+def run_pull(args: argparse.Namespace) -> int:
+    try:
+        result = pull(args.reference, _options(args))
+    except RegistryError as exc:
+        raise InputError(args.reference, str(exc)) from exc
+    output = Path(args.output)
+    partial = output.with_name(output.name + ".partial")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial.write_bytes(result.content)
+    try:
+        files = read_archive(partial)
+        problems = bundle_problems(files)
+        if args.verification_key:
+            try:
+                verify_files(files, _read_key(args.verification_key), args.key_id, args.scope)
+            except SignatureError as exc:
+                problems.append(f"signature: {exc}")
+            except ValueError as exc:
+                raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
+        if problems:
+            raise InputError(args.reference, f"the pulled bundle is refused: {problems[0]}")
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
+    signed = ", signature verified" if args.verification_key else ""
+    print(
+        f"{output}: pulled {args.reference} (manifest {result.manifest_digest}, layer {result.layer_digest}{signed})",
+        file=sys.stdout,
+    )
     return 0

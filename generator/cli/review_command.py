@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
-from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, gatekeeper_bundle_dir
+from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
 if TYPE_CHECKING:
     from generator.gatekeeper.documents import Document
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
+DEFAULT_VARIANT = "synced-jobsets"
+DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,6 +79,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}} (default: none)"
     )
     parser.add_argument(
+        "--variant",
+        choices=(DEFAULT_VARIANT, EXTERNAL_DATA_VARIANT),
+        default=DEFAULT_VARIANT,
+        help=(
+            "which install of the profile to evaluate: the default bundle (override mutability reads synced JobSets "
+            "from --objects) or its external-data variant (asks the provider; default %(default)s)"
+        ),
+    )
+    parser.add_argument(
         "--audit",
         action="store_true",
         help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo; default: off)",
@@ -92,22 +103,34 @@ def known_profiles() -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 
-def profile_files(profile: str) -> list[Path]:
-    """What `kubectl apply -k bundles/gatekeeper/<profile>` installs: its kustomization's resources
-    (not the samples and suites next to them, which hold no policy objects)."""
+def profile_files(profile: str, variant: str = DEFAULT_VARIANT) -> list[Path]:
+    """What `kubectl apply -k` installs for the profile (or its external-data variant): the files its
+    kustomizations list, not the samples and suites next to them, which hold no policy objects."""
     known = known_profiles()
     if profile not in known:
         raise InputError("--profile", f"unknown profile {profile!r} (known: {', '.join(known) or 'none'})")
     folder = gatekeeper_bundle_dir(profile)
+    return kustomization_files(folder / EXTERNAL_DATA_VARIANT if variant == EXTERNAL_DATA_VARIANT else folder)
+
+
+def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
+    """The resource files of `folder`'s kustomization.yaml, following folder resources; the folder
+    itself when it has none."""
     kustomization = folder / "kustomization.yaml"
     if not kustomization.is_file():
         return [folder]
+    if depth > 8:
+        raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
     from generator.gatekeeper.documents import read_single
 
     resources = read_single(kustomization).body.get("resources")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        raise InputError(str(kustomization), "must be a list of file names", field="resources")
-    return [folder / r for r in resources]
+        raise InputError(str(kustomization), "must be a list of file or folder names", field="resources")
+    files: list[Path] = []
+    for resource in resources:
+        path = folder / resource
+        files += kustomization_files(path, depth + 1) if path.is_dir() else [path]
+    return files
 
 
 def _read_review(path: str) -> Document:
@@ -125,22 +148,21 @@ def _read_review(path: str) -> Document:
     return documents[0]
 
 
-def _providers(
-    args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]
-) -> dict[str, ProviderClient]:
+def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> ProviderClient:
+    """The provider that answers every external_data call: a running one (flags already checked by
+    _check_provider_flags), or the provider's own handler over --objects. Its deadline is the Provider
+    object's spec.timeout when the constraints carry one."""
     from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider
 
-    if args.provider_url:  # flags already checked by _check_provider_flags
+    if args.provider_url:
         cert = (args.client_cert, args.client_key) if args.client_cert else None
-        return {
-            name: HttpsProvider(args.provider_url, args.ca_file, timeout=p.timeout_seconds, client_cert=cert)
-            for name, p in policy_set.providers.items()
-        }
+        timeouts = [p.timeout_seconds for p in policy_set.providers.values()]
+        timeout = min(timeouts) if timeouts else DEFAULT_PROVIDER_TIMEOUT_SECONDS
+        return HttpsProvider(args.provider_url, args.ca_file, timeout=timeout, client_cert=cert)
     from provider.handler import ProviderHandler
     from provider.sources import StaticJobSetSource
 
-    handler = ProviderHandler(StaticJobSetSource(objects))
-    return {name: InProcessProvider(handler.handle) for name in policy_set.providers}
+    return InProcessProvider(ProviderHandler(StaticJobSetSource(objects)).handle)
 
 
 def _check_provider_flags(args: argparse.Namespace) -> None:
@@ -169,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
     from generator.gatekeeper.review import audit_request, request_from_document
     from generator.gatekeeper.runner import GatekeeperRunner
 
-    sources: list[str | Path] = list(args.constraints) if args.constraints else list(profile_files(args.profile))
+    sources: list[str | Path] = (
+        list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))
+    )
     for source in sources:
         if not Path(source).exists():
             raise InputError(str(source), "no such file or folder")
@@ -183,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
     policy_set = load_policy_set(sources)
     if args.parameters:
         policy_set = with_parameters(policy_set, read_single(args.parameters).body, args.parameters)
-    with GatekeeperRunner(policy_set, _providers(args, policy_set, objects), objects=objects) as runner:
+    with GatekeeperRunner(policy_set, objects=objects) as runner:
+        runner.external_data.fallback = _provider(args, policy_set, objects)
         if not policy_set.constraints:  # after the templates compiled: their errors say more
             where = ", ".join(map(str, sources))
             raise InputError(

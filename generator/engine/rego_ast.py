@@ -18,6 +18,8 @@ class ModuleFacts:
     rule_names: frozenset[str]
     data_refs: frozenset[str]
     """Dotted prefixes `data.<first>.<second>` of every `data` reference, imports included."""
+    calls: frozenset[str] = frozenset()
+    """Names of every function called, builtins included (`external_data`, `object.get`, `lib.f`...)."""
 
 
 class RegoParser:
@@ -40,6 +42,7 @@ class RegoParser:
             package=".".join(_ref_names(module["package"]["path"])[1:]),
             rule_names=frozenset(_rule_name(rule) for rule in module.get("rules") or []),
             data_refs=frozenset(_data_refs(module)),
+            calls=frozenset(_calls(module)),
         )
 
 
@@ -70,3 +73,20 @@ def _data_refs(node: Any) -> Iterator[str]:
     elif isinstance(node, list):
         for item in node:
             yield from _data_refs(item)
+
+
+def _calls(node: Any) -> Iterator[str]:
+    """The operator of every call: a `call` term, or an expression whose terms are [operator, args...]."""
+    if isinstance(node, dict):
+        operator = None
+        if node.get("type") == "call" and isinstance(node.get("value"), list):
+            operator = node["value"][0]
+        elif isinstance(node.get("terms"), list) and node["terms"]:
+            operator = node["terms"][0]
+        if isinstance(operator, dict) and operator.get("type") == "ref":
+            yield ".".join(_ref_names(operator["value"]))
+        for value in node.values():
+            yield from _calls(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _calls(item)

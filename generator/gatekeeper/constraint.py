@@ -50,7 +50,8 @@ def parse_constraint(doc: Document) -> Constraint:
     action = spec.get("enforcementAction") or "deny"
     if action not in ENFORCEMENT_ACTIONS:
         raise InputError(
-            doc.source, f"must be one of {', '.join(ENFORCEMENT_ACTIONS)}, got {action!r}",
+            doc.source,
+            f"must be one of {', '.join(ENFORCEMENT_ACTIONS)}, got {action!r}",
             field="spec.enforcementAction",
         )
     labels = dig(body, "metadata", "labels") or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,10 @@ def parse_documents(text: str, path: str) -> list[Document]:
         source = str(path) if len(raw) == 1 else f"{path}#{index}"
         if not isinstance(body, dict):
             raise InputError(source, f"expected a mapping (a Kubernetes object), got {type(body).__name__}")
+        try:
+            body = as_kubernetes_json(body, source)
+        except RecursionError as exc:
+            raise InputError(source, f"nested too deeply to parse (at most {MAX_NESTING} levels)") from exc
         documents.extend(_flatten(source, body))
     return documents
 
@@ -79,6 +84,39 @@ def _load_all(text: str) -> list[Any]:
         pass
     # libyaml's error positions differ (e.g. a line past the end): the pure loader says where, exactly.
     return [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
+
+
+INT64 = range(-(2**63), 2**63)
+
+
+def as_kubernetes_json(value: Any, source: str, field: str = "") -> Any:
+    """`value` with numbers as Kubernetes decodes them and Gatekeeper hands them to OPA.
+
+    apimachinery keeps a JSON number that fits int64 as an integer and makes every other number a
+    float64; OPA then writes a float64 in Go's shortest `%g` form, so `1.0` becomes `1` and
+    12345678901234567890 becomes 1.2345678901234567e+19 (both recorded from Gatekeeper). Python's
+    float repr agrees with `%g` except that Go switches to an exponent from 1e6 on and Python from
+    1e16: integral floats below 1e6 become ints here, and the value (never the spelling) of a float
+    between 1e6 and 1e16 is what reaches OPA. Map keys are strings in Kubernetes JSON.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if value in INT64 else float(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InputError(source, "NaN and infinity are not JSON numbers", field=field or None)
+        return int(value) if value.is_integer() and abs(value) < 1e6 else value
+    if isinstance(value, dict):
+        return {str(k): as_kubernetes_json(v, source, _join(field, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_kubernetes_json(v, source, f"{field}[{i}]") for i, v in enumerate(value)]
+    # YAML timestamps and binary values: Kubernetes JSON carries them as strings.
+    return str(value) if not isinstance(value, bytes) else value.decode("utf-8", "replace")
+
+
+def _join(field: str, key: str) -> str:
+    return f"{field}.{key}" if field else key
 
 
 def _flatten(source: str, body: dict[str, Any]) -> Iterator[Document]:

@@ -147,9 +147,16 @@ def _failure(status_code: int, message: str) -> dict[str, Any]:
 class ExternalData:
     """The builtin: `external_data({"provider": name, "keys": [...]})` -> Gatekeeper's response object."""
 
-    def __init__(self, providers: dict[str, ProviderClient], cache: ResponseCache | None = None):
+    def __init__(
+        self,
+        providers: dict[str, ProviderClient],
+        cache: ResponseCache | None = None,
+        fallback: ProviderClient | None = None,
+    ):
         self.providers = providers
         self.cache = cache
+        self.fallback = fallback
+        """Answers for a provider name without a Provider object (`review` with --objects or --provider-url)."""
         self.calls = 0
         """Provider round trips made (cache hits do not count)."""
 
@@ -160,7 +167,7 @@ class ExternalData:
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             return _failure(400, "external_data request `keys` must be a list of strings")
         name = request["provider"]
-        client = self.providers.get(name)
+        client = self.providers.get(name, self.fallback)
         if client is None:
             return _failure(400, f"failed to get external data provider {name!r}: not found")
         responses: list[list[Any]] = []

@@ -106,8 +106,8 @@ def _namespace_selector_matches(match: dict[str, Any], obj: dict[str, Any], ns: 
         return True
     if ns is None:
         raise MatchError(
-            f"namespaceSelector needs the Namespace object of {dig(obj, 'metadata', 'namespace')!r} "
-            "(pass it among the cluster objects)"
+            f"namespace selector for namespace-scoped object {dig(obj, 'metadata', 'name')!r} but missing Namespace "
+            f"{dig(obj, 'metadata', 'namespace')!r} (pass it among the cluster objects)"
         )
     return selector_matches(match["namespaceSelector"], _labels(ns))
 

@@ -10,7 +10,7 @@ from typing import Any
 from generator.engine.rego_ast import RegoParser
 from generator.errors import InputError
 from generator.gatekeeper.constraint import Constraint, is_constraint, parse_constraint, validate_parameters
-from generator.gatekeeper.documents import Document, dig, read_documents
+from generator.gatekeeper.documents import Document, dig, read_documents, read_single
 from generator.gatekeeper.template import ConstraintTemplate, is_template, parse_template
 
 PROVIDER_API_VERSIONS = ("externaldata.gatekeeper.sh/v1beta1", "externaldata.gatekeeper.sh/v1alpha1")
@@ -35,16 +35,33 @@ class PolicySet:
     providers: dict[str, ProviderObject] = field(default_factory=dict)
 
 
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
 def yaml_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The YAML files of the given files and folders. A folder with a kustomization is what
+    `kubectl apply -k` would install from it (its `resources`, followed); any other folder is every
+    YAML file below it."""
     files: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()))
+            kustomization = next((path / n for n in KUSTOMIZATION_FILES if (path / n).is_file()), None)
+            if kustomization is not None:
+                files.extend(_kustomization_files(kustomization))
+            else:
+                files.extend(sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()))
         elif path.exists():
             files.append(path)
         else:
             raise InputError(str(path), "no such file or directory")
-    return files
+    return list(dict.fromkeys(files))
+
+
+def _kustomization_files(kustomization: Path) -> list[Path]:
+    resources = read_single(kustomization).body.get("resources") or []
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise InputError(str(kustomization), "must be a list of paths", field="resources")
+    return yaml_files(kustomization.parent / r for r in resources)
 
 
 def _provider(doc: Document) -> ProviderObject:

@@ -9,6 +9,7 @@ from typing import Any
 from generator.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
 from generator.errors import EngineError, TemplateError
 from generator.gatekeeper.constraint import Constraint
+from generator.gatekeeper.documents import dig
 from generator.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
 from generator.gatekeeper.inventory import build_inventory, namespace_object
 from generator.gatekeeper.match import MatchError, request_matches
@@ -62,10 +63,13 @@ class CompiledTemplate:
 
     QUERY_TEMPLATE = "violations := data.{path} with input as input.gatekeeper with data.inventory as input.inventory"
 
-    def __init__(self, template: ConstraintTemplate, external_data: ExternalData, engine: PolicyEngine | None = None):
+    def __init__(
+        self, template: ConstraintTemplate, external_data: ExternalData | None, engine: PolicyEngine | None = None
+    ):
         self.template = template
         self.engine = engine or EmbeddedOpaEngine()
-        self.engine.register_builtin("external_data", external_data, arity=1)
+        if external_data is not None:
+            self.engine.register_builtin("external_data", external_data, arity=1)
         self._query = self.QUERY_TEMPLATE.format(path=template.violation_path)
         try:
             for module in template.modules:
@@ -74,9 +78,9 @@ class CompiledTemplate:
         except EngineError as exc:
             raise TemplateError(template.name, f"Rego does not compile: {_one_line(exc)}") from exc
 
-    def violations(self, review: dict[str, Any], parameters: dict[str, Any], inventory: dict[str, Any]) -> tuple[
-        list[dict[str, Any]], list[PrintLine]
-    ]:
+    def violations(
+        self, review: dict[str, Any], parameters: dict[str, Any], inventory: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[PrintLine]]:
         payload = {"gatekeeper": {"review": review, "parameters": parameters}, "inventory": inventory}
         try:
             result = self.engine.eval_query(self._query, payload)
@@ -97,6 +101,15 @@ def is_violation(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("msg"), str)
 
 
+def _object_namespace(request: AdmissionRequest) -> str:
+    """Gatekeeper finds the Namespace for namespaceSelector from the object itself."""
+    for obj in (request.object, request.old_object):
+        namespace = dig(obj, "metadata", "namespace")
+        if isinstance(namespace, str) and namespace:
+            return namespace
+    return ""
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -110,12 +123,13 @@ class CombinedTemplates:
     conflicting libs); the runner then evaluates each template in its own engine.
     """
 
-    def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData):
+    def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData | None):
         self.engine = EmbeddedOpaEngine()
         self._queries: dict[tuple[str, ...], str] = {}
         self._paths: dict[str, str] = {}
         try:
-            self.engine.register_builtin("external_data", external_data, arity=1)
+            if external_data is not None:
+                self.engine.register_builtin("external_data", external_data, arity=1)
             loaded: set[str] = set()
             packages: set[str] = set()
             for template in templates:
@@ -165,19 +179,24 @@ class GatekeeperRunner:
         providers: dict[str, ProviderClient] | None = None,
         cache: ResponseCache | None = None,
         objects: Iterable[dict[str, Any]] = (),
+        *,
+        external_data: bool = True,
     ):
+        """`external_data=False` loads the templates as gator does: without the external_data builtin, so a
+        template that calls it does not compile (Gatekeeper's webhook and audit register it)."""
         self.policy_set = policy_set
         self.external_data = ExternalData(providers or {}, cache if cache is not None else ResponseCache())
+        builtin = self.external_data if external_data else None
         self.compiled: dict[str, CompiledTemplate] = {}
         self.combined: CombinedTemplates | None = None
         try:
             for kind, template in policy_set.templates.items():
-                self.compiled[kind] = CompiledTemplate(template, self.external_data)
+                self.compiled[kind] = CompiledTemplate(template, builtin)
         except TemplateError:
             self.close()
             raise
         try:
-            self.combined = CombinedTemplates(policy_set.templates.values(), self.external_data)
+            self.combined = CombinedTemplates(policy_set.templates.values(), builtin)
         except EngineError:
             self.combined = None
         self.set_objects(objects)
@@ -189,8 +208,9 @@ class GatekeeperRunner:
 
     def review(self, request: AdmissionRequest) -> ReviewResult:
         result = ReviewResult()
-        ns = namespace_object(self.objects, request.namespace) if request.namespace else None
-        review = request.with_namespace_object(ns).as_input()
+        namespace = request.namespace or _object_namespace(request)
+        ns = namespace_object(self.objects, namespace) if namespace else None
+        review = request.as_input()
         matched: list[Constraint] = []
         for constraint in self.policy_set.constraints:
             try:

@@ -93,7 +93,8 @@ def _rego_source(doc: Document, target: dict[str, Any]) -> tuple[str, list[str]]
             raise InputError(doc.source, "required: a mapping", field=field)
         if source.get("version") != "v1":
             raise InputError(
-                doc.source, "must be \"v1\" (any other value is Rego v0, which this engine rejects)",
+                doc.source,
+                'must be "v1" (any other value is Rego v0, which this engine rejects)',
                 field=f"{field}.version",
             )
         rego = source.get("rego")
@@ -127,7 +128,7 @@ def _check_modules(doc: Document, name: str, modules: list[RegoModule], parser: 
             if not any(ref == root or ref.startswith(root + ".") for root in ALLOWED_DATA_ROOTS):
                 raise InputError(
                     doc.source,
-                    f"template {name}: {module.path}: reference {ref!r} is not allowed "
+                    f"template {name}: {module.path}: invalid data reference: {ref!r} is not allowed "
                     "(only data.inventory and data.lib are)",
                 )
     return entry.package

@@ -7,18 +7,21 @@ import re
 from collections import Counter
 from typing import Any
 
-from generator.catalog.model import Case, Rule
+from generator.catalog.model import AUDIT, Case, Rule
+from generator.paths import EXTERNAL_DATA_VARIANT
 from generator.profiles import Profile
 from generator.render import requests
 from generator.render.header import header
 from generator.render.rego import lib, render_module
 from generator.render.yaml_text import dump, dump_all
 
-PROVIDER_URL = "https://trainer-jobset-provider.trainer-policy-system:8443/"
-PROVIDER_TIMEOUT_SECONDS = 2
-CA_BUNDLE_PLACEHOLDER = "REPLACE-WITH-BASE64-PEM-CA-BUNDLE-OF-THE-PROVIDER"
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"
+INSTALL_STEP_LABEL = "trainer-policy.kubeflow.org/install-step"
+"""`templates` (ConstraintTemplates, SyncSet) and `constraints`: `kubectl apply -k ... -l` installs them in order."""
+GATOR_SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
+PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
+"""Suites of templates that call external_data: gator reads only test.gatekeeper.sh Suites, so it skips them."""
 
 
 def _yaml(source: str, body: Any, note: str = "") -> str:
@@ -39,7 +42,11 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
     return {
         "apiVersion": "templates.gatekeeper.sh/v1",
         "kind": "ConstraintTemplate",
-        "metadata": {"name": rule.template_name, "annotations": annotations},
+        "metadata": {
+            "name": rule.template_name,
+            "labels": {INSTALL_STEP_LABEL: "templates"},
+            "annotations": annotations,
+        },
         "spec": {
             "crd": {
                 "spec": {
@@ -76,26 +83,9 @@ def constraint(rule: Rule) -> dict[str, Any]:
     return {
         "apiVersion": "constraints.gatekeeper.sh/v1beta1",
         "kind": rule.kind,
-        "metadata": {"name": rule.id},
+        "metadata": {"name": rule.id, "labels": {INSTALL_STEP_LABEL: "constraints"}},
         "spec": spec,
     }
-
-
-def provider_object(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "externaldata.gatekeeper.sh/v1beta1",
-        "kind": "Provider",
-        "metadata": {"name": name},
-        "spec": {"url": PROVIDER_URL, "timeout": PROVIDER_TIMEOUT_SECONDS, "caBundle": CA_BUNDLE_PLACEHOLDER},
-    }
-
-
-PROVIDER_NOTE = (
-    "# spec.caBundle is a placeholder: set it to the base64 of the PEM CA that signed the provider's serving\n"
-    "# certificate (a kustomize patch, or `trainer-policy certs`). Until it is replaced Gatekeeper cannot reach\n"
-    "# the provider: every lookup fails and override changes are denied with an Internal violation (fail\n"
-    "# closed). The URL is the provider's in-cluster Service; Gatekeeper requires https:// (TLS 1.3).\n"
-)
 
 
 def syncset(rules: list[Rule]) -> dict[str, Any] | None:
@@ -105,7 +95,7 @@ def syncset(rules: list[Rule]) -> dict[str, Any] | None:
     return {
         "apiVersion": "syncset.gatekeeper.sh/v1alpha1",
         "kind": "SyncSet",
-        "metadata": {"name": SYNCSET_NAME},
+        "metadata": {"name": SYNCSET_NAME, "labels": {INSTALL_STEP_LABEL: "templates"}},
         "spec": {"gvks": [{"group": g, "version": v, "kind": k} for g, v, k in kinds]},
     }
 
@@ -131,22 +121,42 @@ def _suite(rule: Rule, cases: list[Case]) -> dict[str, Any]:
             entry["inventory"] = [f"samples/{_sample_name(case)}-inventory.yaml"]
         entry["assertions"] = _assertions(case)
         suite_cases.append(entry)
-    return {
-        "apiVersion": "test.gatekeeper.sh/v1alpha1",
+    suite: dict[str, Any] = {
+        "apiVersion": PROVIDER_SUITE_API_VERSION if rule.data.external_data_providers else GATOR_SUITE_API_VERSION,
         "kind": "Suite",
         "metadata": {"name": rule.id},
-        "tests": [
-            {"name": rule.id, "template": "template.yaml", "constraint": "constraint.yaml", "cases": suite_cases}
-        ],
     }
+    if rule.data.external_data_providers:
+        suite["providers"] = list(rule.data.external_data_providers)
+    suite["tests"] = [
+        {"name": rule.id, "template": "template.yaml", "constraint": "constraint.yaml", "cases": suite_cases}
+    ]
+    return suite
 
 
 SUITE_NOTE = (
-    "# Cases that need non-default parameters, a literal external_data answer (provider failures) or audit input\n"
-    "# are in the Rego unit tests (policies/) and pytest (tests/rules/), not here. `trainer-policy test` backs\n"
-    "# Provider objects in this folder with the provider's own handler over each case's inventory; `gator verify`\n"
-    "# cannot run templates that call external_data.\n"
+    "# gator format: `gator verify` and `trainer-policy test` run it. An AdmissionReview sample is an admission\n"
+    '# request; a bare object is reviewed as Gatekeeper\'s audit does (operation ""). Cases that need\n'
+    "# non-default parameters are in the Rego unit tests (policies/) and pytest (tests/rules/).\n"
 )
+PROVIDER_SUITE_NOTE = (
+    "# The same format as a gator suite, under trainer-policy.kubeflow.org so that `gator verify` skips it: gator\n"
+    "# registers no external_data builtin and cannot load this template. `trainer-policy test` runs it, answering\n"
+    "# the `providers` with the provider's own request handler over each case's inventory. Provider failures are\n"
+    "# in the Rego unit tests (policies/) and pytest (tests/rules/).\n"
+)
+
+
+def suite_file_name(rule: Rule) -> str:
+    return "external-data-suite.yaml" if rule.data.external_data_providers else "suite.yaml"
+
+
+def _sample(case: Case) -> dict[str, Any]:
+    """An AUDIT case is the stored object itself; every other case is the API server's AdmissionReview."""
+    if case.operation == AUDIT:
+        assert case.object is not None, case.name
+        return case.object
+    return requests.admission_review(case)
 
 
 def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
@@ -155,50 +165,68 @@ def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
     files = {
         "template.yaml": _yaml(source, constraint_template(rule, profile)),
         "constraint.yaml": _yaml(source, constraint(rule)),
+        "kustomization.yaml": _yaml(source, _kustomization(["template.yaml", "constraint.yaml"])),
     }
-    for name in rule.data.external_data_providers:
-        files["provider.yaml"] = _yaml(source, provider_object(name), PROVIDER_NOTE)
     cases = [c for c in rule.cases(profile) if requests.suite_runnable(c)]
     for case in cases:
         name = _sample_name(case)
-        body = requests.admission_review(case) if case.operation != "CREATE" else case.object
         note = f"# {' '.join(case.description.split())}\n"
-        files[f"samples/{name}.yaml"] = _yaml(source, body, note)
+        files[f"samples/{name}.yaml"] = _yaml(source, _sample(case), note)
         if case.cluster:
             files[f"samples/{name}-inventory.yaml"] = header(source) + dump_all(list(case.cluster))
-    files["suite.yaml"] = _yaml(source, _suite(rule, cases), SUITE_NOTE)
+    note = PROVIDER_SUITE_NOTE if rule.data.external_data_providers else SUITE_NOTE
+    files[suite_file_name(rule)] = _yaml(source, _suite(rule, cases), note)
     return files
 
 
+def _kustomization(resources: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
+
+
 KUSTOMIZE_NOTE = (
-    "# `kubectl apply -k` installs the templates, their default Constraints, the Provider and the SyncSet.\n"
-    "# A Constraint's kind exists only once Gatekeeper has processed its template: on a first install, apply\n"
-    "# twice (or wait for the templates' status.created) if kubectl reports `no matches for kind`.\n"
+    "# Every rule of the profile, with override mutability reading synced JobSets (the SyncSet). Install in two\n"
+    "# steps, templates first, so that each Constraint's kind exists when it is applied (see the README):\n"
+    "#   kubectl apply -k <this folder> -l trainer-policy.kubeflow.org/install-step=templates\n"
+    "#   kubectl apply -k <this folder> -l trainer-policy.kubeflow.org/install-step=constraints\n"
 )
+VARIANT_NOTE = (
+    "# The same rules, with override mutability asking the JobSet state provider (external data) instead of\n"
+    "# reading synced JobSets. Install the provider and its Provider object first: deploy/README.md.\n"
+)
+
+
+def _variant(rules: list[Rule], external_data: bool) -> list[Rule]:
+    """The rules one kustomization installs: the default one, or the external-data variant's alternatives."""
+    if not external_data:
+        return [r for r in rules if not r.alternative_to]
+    replaced = {r.alternative_to for r in rules if r.alternative_to}
+    return [r for r in rules if r.id not in replaced]
 
 
 def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
     """Files of bundles/gatekeeper/<profile>/, relative to it."""
     source = f"generator/catalog (profile {profile.name})"
     files: dict[str, str] = {}
-    resources: list[str] = []
-    sync = syncset(rules)
-    if sync is not None:
-        note = "# Only rules run with jobSetSource: Inventory read synced JobSets.\n"
-        files["syncset.yaml"] = _yaml(source, sync, note)
-        resources.append("syncset.yaml")
-    provider_listed = False
     for rule in rules:
         for path, text in rule_files(rule, profile).items():
             files[f"{rule.id}/{path}"] = text
-        if rule.data.external_data_providers and not provider_listed:
-            resources.append(f"{rule.id}/provider.yaml")
-            provider_listed = True
-        resources += [f"{rule.id}/template.yaml", f"{rule.id}/constraint.yaml"]
-    kustomization = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": resources,
-    }
-    files["kustomization.yaml"] = _yaml(source, kustomization, KUSTOMIZE_NOTE)
+    resources: list[str] = []
+    sync = syncset(_variant(rules, external_data=False))
+    if sync is not None:
+        note = "# The kinds the rules read from data.inventory: Gatekeeper syncs them (SyncSet, Gatekeeper >= 3.15).\n"
+        files["syncset.yaml"] = _yaml(source, sync, note)
+        resources.append("syncset.yaml")
+    resources += [rule.id for rule in _variant(rules, external_data=False)]
+    files["kustomization.yaml"] = _yaml(source, _kustomization(resources), KUSTOMIZE_NOTE)
+    variant_rules = _variant(rules, external_data=True)
+    if variant_rules != _variant(rules, external_data=False):
+        variant_resources = []
+        variant_sync = syncset(variant_rules)
+        if variant_sync is not None:
+            files[f"{EXTERNAL_DATA_VARIANT}/syncset.yaml"] = _yaml(source, variant_sync)
+            variant_resources.append("syncset.yaml")
+        variant_resources += [f"../{rule.id}" for rule in variant_rules]
+        files[f"{EXTERNAL_DATA_VARIANT}/kustomization.yaml"] = _yaml(
+            source, _kustomization(variant_resources), VARIANT_NOTE
+        )
     return files

@@ -3,37 +3,26 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, Rule
 from generator.gatekeeper.documents import Document, dig
 from generator.gatekeeper.external_data import ExternalData, InProcessProvider
 from generator.gatekeeper.inventory import build_inventory
-from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
+from generator.gatekeeper.review import (
+    AdmissionRequest,
+    admission_review_document,
+    apiserver_request,
+    audit_request,
+    request_from_document,
+)
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 
 
 def admission_review(case: Case) -> dict[str, Any]:
-    """The case as an admission.k8s.io/v1 AdmissionReview (not for AUDIT cases)."""
-    request: dict[str, Any] = {"operation": case.operation}
-    if case.object is not None:
-        request["object"] = case.object
-    if case.old_object is not None:
-        request["oldObject"] = case.old_object
-    completed = request_from_document(
-        Document(
-            case.name,
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": request,
-            },
-        )
-    ).body
-    completed["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"trainer-policy/{case.name}"))
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": completed}
+    """The case as the admission.k8s.io/v1 AdmissionReview an API server sends (not for AUDIT cases)."""
+    return admission_review_document(apiserver_request(case.operation, case.object, case.old_object, uid=case.uid))
 
 
 def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
@@ -42,11 +31,11 @@ def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def review_input(case: Case) -> dict[str, Any]:
-    """input.review for the case."""
+    """input.review for the case, as Gatekeeper builds it."""
     if case.operation == AUDIT:
         assert case.object is not None, case.name
         return audit_review(case.object)
-    return admission_review(case)["request"]
+    return request_from_document(Document(case.name, admission_review(case))).as_input()
 
 
 def admission_request(case: Case) -> AdmissionRequest:
@@ -62,8 +51,9 @@ def inventory(case: Case) -> dict[str, Any]:
 
 
 def trainjob_key(case: Case) -> str:
+    """The key the external-data rule looks up for the case's request: <namespace>/<name>#<request uid>."""
     obj = case.object or case.old_object or {}
-    return f"{dig(obj, 'metadata', 'namespace') or ''}/{dig(obj, 'metadata', 'name') or ''}"
+    return f"{dig(obj, 'metadata', 'namespace') or ''}/{dig(obj, 'metadata', 'name') or ''}#{case.uid}"
 
 
 def external_data_answer(case: Case, provider: str) -> dict[str, Any]:
@@ -76,5 +66,5 @@ def external_data_answer(case: Case, provider: str) -> dict[str, Any]:
 
 
 def suite_runnable(case: Case) -> bool:
-    """gator suites express admission requests with the default Constraint and a real provider answer."""
-    return case.operation != AUDIT and case.parameters is None and case.external_data is None
+    """Suites use the default Constraint and, for external data, the provider's real answer."""
+    return case.parameters is None and case.external_data is None

@@ -33,10 +33,7 @@ class RegoFile:
 
 
 def rego_files(root: Path) -> list[RegoFile]:
-    return [
-        RegoFile(str(p.relative_to(root)), p.read_text(encoding="utf-8"))
-        for p in sorted(root.rglob("*.rego"))
-    ]
+    return [RegoFile(str(p.relative_to(root)), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.rego"))]
 
 
 def run_rego_tests(root: Path, coverage: Coverage | None = None) -> list[TestOutcome]:

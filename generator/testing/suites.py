@@ -1,8 +1,12 @@
-"""gator-format suites (test.gatekeeper.sh/v1alpha1 Suite), run on this project's Gatekeeper runner.
+"""Suites in gator's format (test.gatekeeper.sh/v1alpha1 Suite), run with gator's semantics on this project's runner.
 
-Differences from `gator verify`, on purpose: Provider objects found beside the suite (in its folder)
-or in the files a test names are backed by the provider's own request handler over the case's
-inventory, so templates that call `external_data` can be verified here (gator registers no provider).
+- A case object that is an AdmissionReview is an admission request; a bare object is reviewed as
+  Gatekeeper's audit does (operation "", oldObject null).
+- A `test.gatekeeper.sh` Suite runs as `gator verify` does: no external_data builtin, so a template
+  that calls it does not compile and the test fails, as it would under gator.
+- A `trainer-policy.kubeflow.org` Suite (same format, which gator skips) names its `providers`: they
+  are answered by the provider's own request handler over each case's inventory, so templates that
+  call external_data are verified here.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from generator.errors import InputError, TemplateError
 from generator.gatekeeper.constraint import is_constraint, parse_constraint
 from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
-from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set, load_providers
-from generator.gatekeeper.review import request_from_document
+from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set
+from generator.gatekeeper.review import gator_request
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.testing.outcome import TestOutcome
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 
 SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
+PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
+SUITE_API_VERSIONS = (SUITE_API_VERSION, PROVIDER_SUITE_API_VERSION)
 
 
 def find_suites(root: Path) -> list[Path]:
@@ -34,7 +40,7 @@ def find_suites(root: Path) -> list[Path]:
             docs = read_documents(path)
         except InputError:
             continue
-        if any(d.body.get("kind") == "Suite" and d.body.get("apiVersion") == SUITE_API_VERSION for d in docs):
+        if any(d.body.get("kind") == "Suite" and d.body.get("apiVersion") in SUITE_API_VERSIONS for d in docs):
             suites.append(path)
     return suites
 
@@ -80,7 +86,11 @@ def run_suite(path: Path) -> list[TestOutcome]:
     tests = doc.body.get("tests")
     if not isinstance(tests, list):
         raise InputError(doc.source, "must be a list", field="tests")
-    beside = load_providers([path.parent])
+    providers: list[str] = []
+    if doc.body.get("apiVersion") == PROVIDER_SUITE_API_VERSION:
+        providers = doc.body.get("providers") or []
+        if not isinstance(providers, list) or not all(isinstance(p, str) and p for p in providers):
+            raise InputError(doc.source, "must be a list of Provider names", field="providers")
     outcomes: list[TestOutcome] = []
     parser = RegoParser()
     for i, test in enumerate(tests):
@@ -88,12 +98,12 @@ def run_suite(path: Path) -> list[TestOutcome]:
             raise InputError(doc.source, "must be a mapping", field=f"tests[{i}]")
         if test.get("skip"):
             continue
-        outcomes += _run_test(path, i, test, beside, parser)
+        outcomes += _run_test(path, i, test, providers, parser)
     return outcomes
 
 
 def _run_test(
-    path: Path, index: int, test: dict[str, Any], providers: dict[str, Any], parser: RegoParser
+    path: Path, index: int, test: dict[str, Any], providers: list[str], parser: RegoParser
 ) -> list[TestOutcome]:
     base = path.parent
     field = f"tests[{index}]"
@@ -102,15 +112,14 @@ def _run_test(
         if not isinstance(test.get(key), str):
             raise InputError(str(path), "required: a file path", field=f"{field}.{key}")
     loaded = load_policy_set([base / test["template"]], parser)
-    named = load_providers([base / test["template"], base / test["constraint"]])
-    policy_set = PolicySet(loaded.templates, [], {**providers, **named})
+    policy_set = PolicySet(loaded.templates, [], {})
     constraints = [d for d in read_documents(base / test["constraint"]) if is_constraint(d.body)]
     if not constraints:
         raise InputError(str(path), f"{test['constraint']} holds no Constraint", field=f"{field}.constraint")
     for constraint_doc in constraints:
         add_constraint(policy_set, parse_constraint(constraint_doc))
     try:
-        runner = GatekeeperRunner(policy_set)
+        runner = GatekeeperRunner(policy_set, external_data=bool(providers))
     except TemplateError as exc:
         return [TestOutcome(name, False, str(exc))]
     outcomes = []
@@ -121,18 +130,20 @@ def _run_test(
                 raise InputError(str(path), "must be a mapping", field=case_field)
             if case.get("skip"):
                 continue
-            outcomes.append(_run_case(path, case_field, f"{name}/{case.get('name', j)}", case, runner))
+            outcomes.append(_run_case(path, case_field, f"{name}/{case.get('name', j)}", case, runner, providers))
     return outcomes
 
 
-def _run_case(path: Path, field: str, name: str, case: dict[str, Any], runner: GatekeeperRunner) -> TestOutcome:
+def _run_case(
+    path: Path, field: str, name: str, case: dict[str, Any], runner: GatekeeperRunner, providers: list[str]
+) -> TestOutcome:
     base = path.parent
     if not isinstance(case.get("object"), str):
         raise InputError(str(path), "required: a file path", field=f"{field}.object")
-    request = request_from_document(read_single(base / case["object"]))
+    request = gator_request(read_single(base / case["object"]))
     objects = [d.body for f in case.get("inventory") or [] for d in read_documents(base / f)]
     handler = ProviderHandler(StaticJobSetSource(objects))
-    runner.external_data.providers = {p: InProcessProvider(handler.handle) for p in runner.policy_set.providers}
+    runner.external_data.providers = {p: InProcessProvider(handler.handle) for p in providers}
     runner.external_data.cache = ResponseCache()
     runner.set_objects(objects)
     result = runner.review(request)

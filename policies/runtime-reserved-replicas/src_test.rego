@@ -104,7 +104,27 @@ test_reserved_jobs_with_one_replica if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "e81ae76a-3535-5f37-8717-042bcbdc0594",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -170,7 +190,27 @@ test_trainer_two_replicas if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "6bc33f00-8b79-5fb3-a0ea-13f468f47781",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -282,7 +322,27 @@ test_initializers_each_reported if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "c493a0be-fee0-5cf5-99be-b5479b0f5167",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -388,7 +448,27 @@ test_unlabelled_jobs_not_checked if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "933365e3-1b33-5239-ba01-305bfbc70817",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -454,7 +534,27 @@ test_null_replicas_defaults_to_one if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "b992a578-be4e-58c8-b8e6-41648ebc127c",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -537,7 +637,27 @@ test_launcher_name_is_reserved_in_v2_0 if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "2c25223a-eca5-5195-8995-17bffd5c8e01",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -601,7 +721,27 @@ test_cluster_runtime_checked if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "ClusterTrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "clustertrainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "clustertrainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "d4fa39ee-1561-58df-9c0b-def7acf0383d",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -710,6 +850,25 @@ test_update_checked if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "d330f655-5287-5e20-b142-c738379fc247",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -773,7 +932,17 @@ test_audit_checked if {
                             }
                         }
                     }
-                }
+                },
+                "oldObject": null,
+                "operation": "",
+                "options": null,
+                "resource": {
+                    "group": "",
+                    "resource": "",
+                    "version": ""
+                },
+                "uid": "",
+                "userInfo": {}
             }
         }
     result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
@@ -878,6 +1047,25 @@ test_delete_not_checked if {
                     }
                 },
                 "operation": "DELETE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "DeleteOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -946,7 +1134,27 @@ test_validation_disabled_label if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "83cb34e0-5627-5f82-bff8-a6c3f5d43be1",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -1051,7 +1259,27 @@ test_ancestor_requires_container if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainingRuntime",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainingruntimes",
+                    "version": "v1alpha1"
+                },
                 "uid": "42b1f76c-c049-5764-9930-54f4bc4bde62",
                 "userInfo": {
                     "username": "trainer-policy-review"

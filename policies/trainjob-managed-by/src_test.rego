@@ -38,7 +38,27 @@ test_create_unset_allowed if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "91cfeb4c-40cd-51f8-8b76-acec88b0dfce",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -84,7 +104,27 @@ test_create_explicit_null_allowed if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "536c6a95-9ee6-5fe7-9cbc-c8f372bdbc55",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -130,7 +170,27 @@ test_create_disallowed_value if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "8d28a97d-2f77-57cd-9fb6-a7d39a4e88d2",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -176,7 +236,27 @@ test_create_empty_string_is_set if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "372523fc-a632-5909-ad59-d3a887d93272",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -222,7 +302,27 @@ test_create_wrong_type if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "0d69a372-497d-5fa4-98dc-62818fcc9e03",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -286,6 +386,25 @@ test_update_unchanged_allowed if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "90081354-0c16-5c59-908a-9f56a6ec7438",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -349,6 +468,25 @@ test_update_value_change_immutable if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "bde0ca82-30e7-5774-989d-7b56dfe4dcaf",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -411,6 +549,25 @@ test_update_set_to_unset_immutable if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "f95a5dc9-16e8-5a25-a5c0-8c2a8e1a0d08",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -473,6 +630,25 @@ test_update_unset_to_set_immutable if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "17945c37-57e2-5c0d-af08-6239e2bd504d",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -535,6 +711,25 @@ test_update_null_to_absent_unchanged if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "dc4c1404-d1d7-53c2-b5a7-c602f1a8ec4e",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -598,6 +793,25 @@ test_update_to_disallowed_value if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "6bc161f2-b47f-5e8a-b664-28c4ad2057a6",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -644,7 +858,27 @@ test_site_parameter_allows_own_controller if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "5f870ec4-e78e-52d3-bd51-c58afcbf3901",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -691,7 +925,27 @@ test_site_parameter_message_lists_values if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "2d909a2a-183e-590d-b7e4-b82523db5f87",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -732,7 +986,27 @@ test_parameters_omitted_use_defaults if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -776,7 +1050,17 @@ test_audit_checks_value_only if {
                             "numNodes": 2
                         }
                     }
-                }
+                },
+                "oldObject": null,
+                "operation": "",
+                "options": null,
+                "resource": {
+                    "group": "",
+                    "resource": "",
+                    "version": ""
+                },
+                "uid": "",
+                "userInfo": {}
             }
         }
     result == {{"details": {"detail": "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set", "field": "spec.managedBy", "type": "Invalid"}, "msg": "spec.managedBy: Invalid: ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"}}
@@ -836,6 +1120,25 @@ test_delete_is_not_checked if {
                     }
                 },
                 "operation": "DELETE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "DeleteOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "720146e4-f185-59b8-9441-0edec8ec7fbb",
                 "userInfo": {
                     "username": "trainer-policy-review"

@@ -2,16 +2,17 @@
 # Change the rule catalog (generator/catalog/) and run `trainer-policy generate`; CI runs `trainer-policy generate --check`.
 
 # METADATA
-# title: TrainJob overrides change only while suspended and the JobSet is inactive
+# title: TrainJob overrides change only while suspended and the JobSet is inactive (synced JobSets)
 # description: >-
-#   On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, runtimePatches from v2.2)
-#   changed semantically (absent, null and [] are equal; order matters; quantities compare by value):
-#   the TrainJob must be suspended (v2.0: the new object; v2.3: the old or the new object), and the
-#   JobSet with the TrainJob's namespace and name must have no replicated job with active > 0. The
-#   JobSet state comes from the external data provider (parameter providerName) or, with jobSetSource:
-#   Inventory, from JobSets synced into data.inventory. A JobSet that does not exist is inactive; a
-#   failed lookup is an Internal violation (fail closed). schedulingGates are part of the overrides and
-#   follow the same rule. CREATE and audit are never checked.
+#   On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, podTemplateOverrides in v2.1,
+#   runtimePatches from v2.2) changed semantically (absent, null and [] are equal; order matters;
+#   quantities compare by value): the TrainJob must be suspended (v2.0 to v2.2: the new object; v2.3:
+#   the old or the new object), and the JobSet with the TrainJob's namespace and name must have no
+#   replicated job with active > 0. A JobSet that does not exist is inactive. schedulingGates are part
+#   of the overrides and follow the same rule. CREATE and audit are never checked. The JobSet state
+#   comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), always as fresh
+#   as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external data
+#   provider, so `gator verify` runs its suite.
 # custom:
 #   id: trainjob-override-mutability
 #   profile: v2.0
@@ -23,20 +24,6 @@ import data.lib.trainer.semantic
 import data.lib.trainer.violations
 
 field := "spec.podSpecOverrides"
-
-default source := "ExternalData"
-
-source := s if {
-    s := input.parameters.jobSetSource
-    is_string(s)
-}
-
-default provider := "trainer-jobset-provider"
-
-provider := p if {
-    p := input.parameters.providerName
-    is_string(p)
-}
 
 default inventory := {}
 
@@ -63,11 +50,7 @@ namespace := object.get(review.new_object, ["metadata", "namespace"], "")
 
 name := object.get(review.new_object, ["metadata", "name"], "")
 
-key := sprintf("%v/%v", [namespace, name])
-
-jobset_state := jobset.from_inventory(inventory, namespace, name) if source == "Inventory"
-
-jobset_state := jobset.from_external_data(provider, key) if source != "Inventory"
+jobset_state := jobset.from_inventory(inventory, namespace, name)
 
 # METADATA
 # title: not suspended
@@ -76,16 +59,6 @@ violation contains v if {
     overrides_changed
     not suspend_rule_holds
     v := violations.make(field, "Forbidden", "PodSpecOverrides can only be modified when the TrainJob is suspended")
-}
-
-# METADATA
-# title: lookup failed
-# description: Internal when the JobSet state cannot be read (fail closed), naming the error.
-violation contains v if {
-    overrides_changed
-    suspend_rule_holds
-    some error in jobset_state.errors
-    v := violations.make(field, "Internal", sprintf("failed to get the state of JobSet %s from external data provider %v: %v", [key, provider, error]))
 }
 
 # METADATA

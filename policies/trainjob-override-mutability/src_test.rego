@@ -7,10 +7,7 @@ package trainertrainjoboverridemutability
 test_create_is_never_checked if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -50,7 +47,27 @@ test_create_is_never_checked if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -95,22 +112,6 @@ test_create_is_never_checked if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -118,10 +119,7 @@ test_create_is_never_checked if {
 test_unchanged_overrides_allowed if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -194,6 +192,25 @@ test_unchanged_overrides_allowed if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -238,22 +255,6 @@ test_unchanged_overrides_allowed if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -261,10 +262,7 @@ test_unchanged_overrides_allowed if {
 test_absent_null_and_empty_are_equal if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -308,6 +306,25 @@ test_absent_null_and_empty_are_equal if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "11cba620-376e-5291-a31b-c66b9b6232d8",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -352,22 +369,6 @@ test_absent_null_and_empty_are_equal if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -375,10 +376,7 @@ test_absent_null_and_empty_are_equal if {
 test_null_equals_empty if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -423,6 +421,25 @@ test_null_equals_empty if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "c2d9da17-6f28-51f4-a0d1-fce6ad170480",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -467,22 +484,6 @@ test_null_equals_empty if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -490,10 +491,7 @@ test_null_equals_empty if {
 test_quantities_compare_by_value if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -576,6 +574,25 @@ test_quantities_compare_by_value if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "bb41994b-ff1a-591e-aff5-1597d6189272",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -620,22 +637,6 @@ test_quantities_compare_by_value if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -643,10 +644,7 @@ test_quantities_compare_by_value if {
 test_quantity_value_change_is_a_change if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -727,6 +725,25 @@ test_quantity_value_change_is_a_change if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "3f6a6d03-44e9-503d-a322-0f23026f8b5c",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -771,22 +788,6 @@ test_quantity_value_change_is_a_change if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
@@ -794,10 +795,7 @@ test_quantity_value_change_is_a_change if {
 test_order_matters if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -882,25 +880,30 @@ test_order_matters if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "5588b844-a0db-5f86-adab-21912b097e26",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
@@ -909,10 +912,7 @@ test_order_matters if {
 test_changed_while_not_suspended if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -983,25 +983,30 @@ test_changed_while_not_suspended if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "bdb40a78-e9f3-5892-8108-a748b5e70670",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
@@ -1010,10 +1015,7 @@ test_changed_while_not_suspended if {
 test_suspend_must_be_exactly_true if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -1085,25 +1087,30 @@ test_suspend_must_be_exactly_true if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
@@ -1112,10 +1119,7 @@ test_suspend_must_be_exactly_true if {
 test_change_and_suspend_in_one_request if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -1188,25 +1192,30 @@ test_change_and_suspend_in_one_request if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "54cef028-f3f9-546d-85d9-5a44f497bfe2",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == set()
 }
@@ -1215,10 +1224,7 @@ test_change_and_suspend_in_one_request if {
 test_change_and_unsuspend_in_one_request if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -1291,830 +1297,36 @@ test_change_and_unsuspend_in_one_request if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # A JobSet that does not exist is inactive.
 test_suspended_jobset_not_found if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == set()
-}
-
-# ready, succeeded, failed and suspended are ignored; active 0 passes.
-test_suspended_only_active_counts if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with data.inventory as {
-            "namespace": {
-                "team-a": {
-                    "jobset.x-k8s.io/v1alpha2": {
-                        "JobSet": {
-                            "job": {
-                                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                "kind": "JobSet",
-                                "metadata": {
-                                    "name": "job",
-                                    "namespace": "team-a"
-                                },
-                                "spec": {
-                                    "replicatedJobs": [
-                                        {
-                                            "name": "node",
-                                            "replicas": 1
-                                        }
-                                    ]
-                                },
-                                "status": {
-                                    "replicatedJobsStatus": [
-                                        {
-                                            "active": 0,
-                                            "failed": 2,
-                                            "name": "node",
-                                            "ready": 3,
-                                            "succeeded": 1,
-                                            "suspended": 1
-                                        }
-                                    ]
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == set()
-}
-
-# One Forbidden per active replicated job, in status order.
-test_suspended_one_violation_per_active_job if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with data.inventory as {
-            "namespace": {
-                "team-a": {
-                    "jobset.x-k8s.io/v1alpha2": {
-                        "JobSet": {
-                            "job": {
-                                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                "kind": "JobSet",
-                                "metadata": {
-                                    "name": "job",
-                                    "namespace": "team-a"
-                                },
-                                "spec": {
-                                    "replicatedJobs": [
-                                        {
-                                            "name": "dataset-initializer",
-                                            "replicas": 1
-                                        },
-                                        {
-                                            "name": "node",
-                                            "replicas": 1
-                                        },
-                                        {
-                                            "name": "launcher",
-                                            "replicas": 1
-                                        }
-                                    ]
-                                },
-                                "status": {
-                                    "replicatedJobsStatus": [
-                                        {
-                                            "active": 0,
-                                            "failed": 0,
-                                            "name": "dataset-initializer",
-                                            "ready": 0,
-                                            "succeeded": 1,
-                                            "suspended": 0
-                                        },
-                                        {
-                                            "active": 4,
-                                            "failed": 0,
-                                            "name": "node",
-                                            "ready": 0,
-                                            "succeeded": 0,
-                                            "suspended": 0
-                                        },
-                                        {
-                                            "active": 1,
-                                            "failed": 0,
-                                            "name": "launcher",
-                                            "ready": 0,
-                                            "succeeded": 0,
-                                            "suspended": 0
-                                        }
-                                    ]
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node",
-                            "launcher"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}, {"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active"}}
-}
-
-# jobSetSource Inventory: the synced JobSet is active.
-test_inventory_source_active if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "Inventory",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "7b79cb76-d7ea-5174-b927-535a3872bbd8",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with data.inventory as {
-            "namespace": {
-                "team-a": {
-                    "jobset.x-k8s.io/v1alpha2": {
-                        "JobSet": {
-                            "job": {
-                                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                "kind": "JobSet",
-                                "metadata": {
-                                    "name": "job",
-                                    "namespace": "team-a"
-                                },
-                                "spec": {
-                                    "replicatedJobs": [
-                                        {
-                                            "name": "node",
-                                            "replicas": 1
-                                        }
-                                    ]
-                                },
-                                "status": {
-                                    "replicatedJobsStatus": [
-                                        {
-                                            "active": 2,
-                                            "failed": 0,
-                                            "name": "node",
-                                            "ready": 2,
-                                            "succeeded": 0,
-                                            "suspended": 0
-                                        }
-                                    ]
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}}
-}
-
-# jobSetSource Inventory: no synced JobSet is an inactive JobSet.
-test_inventory_source_not_synced if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "Inventory",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "0cff9c21-5dde-5fab-8571-a59eb6eef258",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == set()
-}
-
-# jobSetSource Inventory: a synced JobSet with active 0 passes.
-test_inventory_source_inactive if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "Inventory",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "ced8e0aa-827b-58a7-b691-24f45fdc0e72",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with data.inventory as {
-            "namespace": {
-                "team-a": {
-                    "jobset.x-k8s.io/v1alpha2": {
-                        "JobSet": {
-                            "job": {
-                                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                "kind": "JobSet",
-                                "metadata": {
-                                    "name": "job",
-                                    "namespace": "team-a"
-                                },
-                                "spec": {
-                                    "replicatedJobs": [
-                                        {
-                                            "name": "node",
-                                            "replicas": 1
-                                        }
-                                    ]
-                                },
-                                "status": {
-                                    "replicatedJobsStatus": [
-                                        {
-                                            "active": 0,
-                                            "failed": 2,
-                                            "name": "node",
-                                            "ready": 3,
-                                            "succeeded": 1,
-                                            "suspended": 1
-                                        }
-                                    ]
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == set()
-}
-
-# A Constraint without parameters: external data, default provider.
-test_parameters_omitted_use_defaults if {
     result := violation
         with input as {
             "parameters": {},
@@ -2190,7 +1402,131 @@ test_parameters_omitted_use_defaults if {
                     }
                 },
                 "operation": "UPDATE",
-                "uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
+                "userInfo": {
+                    "username": "trainer-policy-review"
+                }
+            }
+        }
+    result == set()
+}
+
+# ready, succeeded, failed and suspended are ignored; active 0 passes.
+test_suspended_only_active_counts if {
+    result := violation
+        with input as {
+            "parameters": {},
+            "review": {
+                "dryRun": false,
+                "kind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "name": "job",
+                "namespace": "team-a",
+                "object": {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {
+                        "name": "job",
+                        "namespace": "team-a"
+                    },
+                    "spec": {
+                        "podSpecOverrides": [
+                            {
+                                "schedulingGates": [
+                                    {
+                                        "name": "b"
+                                    }
+                                ],
+                                "targetJobs": [
+                                    {
+                                        "name": "node"
+                                    }
+                                ]
+                            }
+                        ],
+                        "runtimeRef": {
+                            "name": "torch-distributed"
+                        },
+                        "suspend": true,
+                        "trainer": {
+                            "numNodes": 2
+                        }
+                    }
+                },
+                "oldObject": {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {
+                        "name": "job",
+                        "namespace": "team-a"
+                    },
+                    "spec": {
+                        "podSpecOverrides": [
+                            {
+                                "schedulingGates": [
+                                    {
+                                        "name": "a"
+                                    }
+                                ],
+                                "targetJobs": [
+                                    {
+                                        "name": "node"
+                                    }
+                                ]
+                            }
+                        ],
+                        "runtimeRef": {
+                            "name": "torch-distributed"
+                        },
+                        "suspend": true,
+                        "trainer": {
+                            "numNodes": 2
+                        }
+                    }
+                },
+                "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
                 "userInfo": {
                     "username": "trainer-policy-review"
                 }
@@ -2219,10 +1555,177 @@ test_parameters_omitted_use_defaults if {
                                 "status": {
                                     "replicatedJobsStatus": [
                                         {
-                                            "active": 2,
+                                            "active": 0,
+                                            "failed": 2,
+                                            "name": "node",
+                                            "ready": 3,
+                                            "succeeded": 1,
+                                            "suspended": 1
+                                        }
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    result == set()
+}
+
+# One Forbidden per active replicated job, in status order.
+test_suspended_one_violation_per_active_job if {
+    result := violation
+        with input as {
+            "parameters": {},
+            "review": {
+                "dryRun": false,
+                "kind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "name": "job",
+                "namespace": "team-a",
+                "object": {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {
+                        "name": "job",
+                        "namespace": "team-a"
+                    },
+                    "spec": {
+                        "podSpecOverrides": [
+                            {
+                                "schedulingGates": [
+                                    {
+                                        "name": "b"
+                                    }
+                                ],
+                                "targetJobs": [
+                                    {
+                                        "name": "node"
+                                    }
+                                ]
+                            }
+                        ],
+                        "runtimeRef": {
+                            "name": "torch-distributed"
+                        },
+                        "suspend": true,
+                        "trainer": {
+                            "numNodes": 2
+                        }
+                    }
+                },
+                "oldObject": {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {
+                        "name": "job",
+                        "namespace": "team-a"
+                    },
+                    "spec": {
+                        "podSpecOverrides": [
+                            {
+                                "schedulingGates": [
+                                    {
+                                        "name": "a"
+                                    }
+                                ],
+                                "targetJobs": [
+                                    {
+                                        "name": "node"
+                                    }
+                                ]
+                            }
+                        ],
+                        "runtimeRef": {
+                            "name": "torch-distributed"
+                        },
+                        "suspend": true,
+                        "trainer": {
+                            "numNodes": 2
+                        }
+                    }
+                },
+                "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
+                "userInfo": {
+                    "username": "trainer-policy-review"
+                }
+            }
+        }
+        with data.inventory as {
+            "namespace": {
+                "team-a": {
+                    "jobset.x-k8s.io/v1alpha2": {
+                        "JobSet": {
+                            "job": {
+                                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                                "kind": "JobSet",
+                                "metadata": {
+                                    "name": "job",
+                                    "namespace": "team-a"
+                                },
+                                "spec": {
+                                    "replicatedJobs": [
+                                        {
+                                            "name": "dataset-initializer",
+                                            "replicas": 1
+                                        },
+                                        {
+                                            "name": "node",
+                                            "replicas": 1
+                                        },
+                                        {
+                                            "name": "launcher",
+                                            "replicas": 1
+                                        }
+                                    ]
+                                },
+                                "status": {
+                                    "replicatedJobsStatus": [
+                                        {
+                                            "active": 0,
+                                            "failed": 0,
+                                            "name": "dataset-initializer",
+                                            "ready": 0,
+                                            "succeeded": 1,
+                                            "suspended": 0
+                                        },
+                                        {
+                                            "active": 4,
                                             "failed": 0,
                                             "name": "node",
-                                            "ready": 2,
+                                            "ready": 0,
+                                            "succeeded": 0,
+                                            "suspended": 0
+                                        },
+                                        {
+                                            "active": 1,
+                                            "failed": 0,
+                                            "name": "launcher",
+                                            "ready": 0,
                                             "succeeded": 0,
                                             "suspended": 0
                                         }
@@ -2234,743 +1737,14 @@ test_parameters_omitted_use_defaults if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}}
-}
-
-# The provider is down: fail closed with Internal.
-test_provider_system_error_is_internal if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "a1b8cf59-2f23-5fb9-b61e-78ef3a13f47a",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": null,
-            "responses": null,
-            "status_code": 500,
-            "system_error": "connection refused"
-        }
-    result == {{"details": {"detail": "failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: connection refused", "field": "spec.podSpecOverrides", "type": "Internal"}, "msg": "spec.podSpecOverrides: Internal: failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: connection refused"}}
-}
-
-# A per-key error (API failure): Internal naming the error.
-test_provider_key_error_is_internal if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "2a73f91d-1a5e-59fb-bfda-f51b95d0cd00",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [
-                [
-                    "team-a/job",
-                    "jobsets.jobset.x-k8s.io is forbidden"
-                ]
-            ],
-            "responses": [],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: jobsets.jobset.x-k8s.io is forbidden", "field": "spec.podSpecOverrides", "type": "Internal"}, "msg": "spec.podSpecOverrides: Internal: failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: jobsets.jobset.x-k8s.io is forbidden"}}
-}
-
-# A key the provider did not answer: Internal.
-test_provider_no_answer_is_internal if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "82926be2-be58-5248-8c32-79cf5ba972cb",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned no answer for this key", "field": "spec.podSpecOverrides", "type": "Internal"}, "msg": "spec.podSpecOverrides: Internal: failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned no answer for this key"}}
-}
-
-# Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.
-test_provider_duplicate_answers_are_internal if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "aaae181d-d56b-5686-bec5-324c5f5951ce",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ],
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned more than one answer for this key", "field": "spec.podSpecOverrides", "type": "Internal"}, "msg": "spec.podSpecOverrides: Internal: failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned more than one answer for this key"}}
-}
-
-# A value not in the provider's contract: Internal.
-test_provider_unexpected_value_is_internal if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "90e96b05-e336-58a4-8499-0707c70e8375",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    "yes"
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned an unexpected value", "field": "spec.podSpecOverrides", "type": "Internal"}, "msg": "spec.podSpecOverrides: Internal: failed to get the state of JobSet team-a/job from external data provider trainer-jobset-provider: the provider returned an unexpected value"}}
-}
-
-# A cached answer (status_code 0) is still an answer.
-test_cached_answer_status_code_zero_active if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "0a0d38a7-fc3a-5c85-99e5-a2ed7d938b24",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 0,
-            "system_error": ""
-        }
-    result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}}
-}
-
-# A cached 'not found' (status_code 0): allowed.
-test_cached_answer_status_code_zero_not_found if {
-    result := violation
-        with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
-            "review": {
-                "dryRun": false,
-                "kind": {
-                    "group": "trainer.kubeflow.org",
-                    "kind": "TrainJob",
-                    "version": "v1alpha1"
-                },
-                "name": "job",
-                "namespace": "team-a",
-                "object": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "b"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "oldObject": {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainJob",
-                    "metadata": {
-                        "name": "job",
-                        "namespace": "team-a"
-                    },
-                    "spec": {
-                        "podSpecOverrides": [
-                            {
-                                "schedulingGates": [
-                                    {
-                                        "name": "a"
-                                    }
-                                ],
-                                "targetJobs": [
-                                    {
-                                        "name": "node"
-                                    }
-                                ]
-                            }
-                        ],
-                        "runtimeRef": {
-                            "name": "torch-distributed"
-                        },
-                        "suspend": true,
-                        "trainer": {
-                            "numNodes": 2
-                        }
-                    }
-                },
-                "operation": "UPDATE",
-                "uid": "3fa593c2-a240-53e7-8739-a0f78c2c17ae",
-                "userInfo": {
-                    "username": "trainer-policy-review"
-                }
-            }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": false
-                    }
-                ]
-            ],
-            "status_code": 0,
-            "system_error": ""
-        }
-    result == set()
+    result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}, {"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active"}}
 }
 
 # Audit (no operation, no oldObject): the transition rule does not fire.
 test_audit_has_no_transition if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "kind": {
                     "group": "trainer.kubeflow.org",
@@ -3008,7 +1782,17 @@ test_audit_has_no_transition if {
                             "numNodes": 2
                         }
                     }
-                }
+                },
+                "oldObject": null,
+                "operation": "",
+                "options": null,
+                "resource": {
+                    "group": "",
+                    "resource": "",
+                    "version": ""
+                },
+                "uid": "",
+                "userInfo": {}
             }
         }
         with data.inventory as {
@@ -3048,22 +1832,6 @@ test_audit_has_no_transition if {
                     }
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == set()
 }
@@ -3072,10 +1840,7 @@ test_audit_has_no_transition if {
 test_create_with_scheduling_gate if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -3116,7 +1881,27 @@ test_create_with_scheduling_gate if {
                         }
                     }
                 },
+                "oldObject": null,
                 "operation": "CREATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "CreateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "97df7b02-5887-51b2-8a1a-4a920c18d79b",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -3161,22 +1946,6 @@ test_create_with_scheduling_gate if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -3184,10 +1953,7 @@ test_create_with_scheduling_gate if {
 test_kueue_1_inject_gate_while_suspended if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -3246,6 +2012,25 @@ test_kueue_1_inject_gate_while_suspended if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "d4b9d243-bbff-57d4-80fd-ca05752b27f7",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -3290,20 +2075,6 @@ test_kueue_1_inject_gate_while_suspended if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -3311,10 +2082,7 @@ test_kueue_1_inject_gate_while_suspended if {
 test_kueue_2_remove_gate_add_node_selector if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -3386,6 +2154,25 @@ test_kueue_2_remove_gate_add_node_selector if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "573e80b6-eac7-5ead-8933-ea8045ab7a46",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -3430,20 +2217,6 @@ test_kueue_2_remove_gate_add_node_selector if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -3451,10 +2224,7 @@ test_kueue_2_remove_gate_add_node_selector if {
 test_kueue_3_unsuspend if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -3524,6 +2294,25 @@ test_kueue_3_unsuspend if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "145248e9-c23c-5946-97e8-35b57e15148e",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -3568,20 +2357,6 @@ test_kueue_3_unsuspend if {
                 }
             }
         }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
-        }
     result == set()
 }
 
@@ -3589,10 +2364,7 @@ test_kueue_3_unsuspend if {
 test_gate_change_while_jobset_active if {
     result := violation
         with input as {
-            "parameters": {
-                "jobSetSource": "ExternalData",
-                "providerName": "trainer-jobset-provider"
-            },
+            "parameters": {},
             "review": {
                 "dryRun": false,
                 "kind": {
@@ -3661,6 +2433,25 @@ test_gate_change_while_jobset_active if {
                     }
                 },
                 "operation": "UPDATE",
+                "options": {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "UpdateOptions"
+                },
+                "requestKind": {
+                    "group": "trainer.kubeflow.org",
+                    "kind": "TrainJob",
+                    "version": "v1alpha1"
+                },
+                "requestResource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
+                "resource": {
+                    "group": "trainer.kubeflow.org",
+                    "resource": "trainjobs",
+                    "version": "v1alpha1"
+                },
                 "uid": "355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
                 "userInfo": {
                     "username": "trainer-policy-review"
@@ -3704,22 +2495,6 @@ test_gate_change_while_jobset_active if {
                     }
                 }
             }
-        }
-        with external_data as {
-            "errors": [],
-            "responses": [
-                [
-                    "team-a/job",
-                    {
-                        "activeReplicatedJobs": [
-                            "node"
-                        ],
-                        "found": true
-                    }
-                ]
-            ],
-            "status_code": 200,
-            "system_error": ""
         }
     result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}}
 }

@@ -28,21 +28,25 @@ from generator.bundle.signing import (
 from generator.engine import EmbeddedOpaEngine
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.paths import gatekeeper_bundle_dir
+from tests.bundle.helpers import runnable_kinds
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def pem_pair(tmp_path: Path, kind: str) -> tuple[Path, Path]:
     key = rsa.generate_private_key(65537, 2048) if kind == "rsa" else ec.generate_private_key(ec.SECP256R1())
     private = tmp_path / f"{kind}.key"
     public = tmp_path / f"{kind}.pub"
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     return private, public
 
 
@@ -70,24 +74,32 @@ def test_build_is_reproducible_and_well_formed(built, tmp_path):
     assert bundle_problems(files) == []
 
 
-def test_bundle_holds_every_template_module_verbatim(built):
+def test_bundle_holds_every_runnable_template_module_verbatim_plus_the_entry_point(built):
     files = read_archive(built)
     templates = load_policy_set([gatekeeper_bundle_dir("v2.0")]).templates.values()
-    sources = {m.source for t in templates for m in t.modules}
-    assert {c.decode() for n, c in files.items() if n.endswith(".rego")} == sources
+    # Templates whose Rego calls external_data (Gatekeeper's builtin) would stop OPA activating the bundle.
+    runnable = [t for t in templates if t.kind in runnable_kinds("v2.0")]
+    assert 0 < len(runnable) <= len(templates)
+    sources = {m.source for t in runnable for m in t.modules}
+    shipped = {n: c.decode() for n, c in files.items() if n.endswith(".rego")}
+    assert set(shipped.values()) - sources == {shipped["kubeflow/trainer/decision.rego"]}
+    assert sources <= set(shipped.values())
     version = json.loads(files[".manifest"])["metadata"]["version"]
     assert build_bundle(gatekeeper_bundle_dir("v2.0"), "v2.0", version).files == files
 
 
-def test_bundle_modules_evaluate_a_review_like_gatekeeper(built):
+def test_bundle_modules_evaluate_a_review_like_gatekeeper_with_no_custom_builtin(built):
     files = read_archive(built)
     review = {
         "operation": "CREATE",
-        "object": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                   "metadata": {"name": "j", "namespace": "a"}, "spec": {"managedBy": "example.com/other"}},
+        "object": {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "j", "namespace": "a"},
+            "spec": {"managedBy": "example.com/other"},
+        },
     }
     with EmbeddedOpaEngine() as engine:
-        engine.register_builtin("external_data", lambda _r: None, arity=1)
         for name, content in files.items():
             if name.endswith(".rego"):
                 engine.add_module(name, content.decode())
@@ -97,11 +109,21 @@ def test_bundle_modules_evaluate_a_review_like_gatekeeper(built):
     ]
 
 
+def test_a_module_calling_external_data_stops_activation(built):
+    files = read_archive(built)
+    files["lib/trainer/extra.rego"] = (
+        b'package lib.trainer.extra\n\nx := external_data({"provider": "p", "keys": []})\n'
+    )
+    [problem] = bundle_problems(files)
+    assert "do not compile" in problem and "external_data" in problem
+
+
 def test_structured_files_hash_like_opa():
     # OPA walks parsed JSON: keys sorted, no whitespace; policies hash as raw bytes.
-    assert file_hash(".manifest", b'{ "b": 1,\n "a": [true, "x/y"] }') == hashlib.sha256(
-        b'{"a":[true,"x/y"],"b":1}'
-    ).hexdigest()
+    assert (
+        file_hash(".manifest", b'{ "b": 1,\n "a": [true, "x/y"] }')
+        == hashlib.sha256(b'{"a":[true,"x/y"],"b":1}').hexdigest()
+    )
     assert file_hash("p.rego", b"package p\n") == hashlib.sha256(b"package p\n").hexdigest()
 
 
@@ -109,8 +131,19 @@ def test_structured_files_hash_like_opa():
 def test_sign_and_verify_round_trip_checked_by_pyjwt(built, tmp_path, kind, alg):
     private, public = pem_pair(tmp_path, kind)
     signed = tmp_path / "signed.tar.gz"
-    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", alg,
-               "--key-id", "trainer", "-o", str(signed))
+    proc = cli(
+        "bundle",
+        "sign",
+        str(built),
+        "--signing-key",
+        str(private),
+        "--signing-alg",
+        alg,
+        "--key-id",
+        "trainer",
+        "-o",
+        str(signed),
+    )
     assert proc.returncode == 0, proc.stderr
     files = read_archive(signed)
     [token] = json.loads(files[".signatures.json"])["signatures"]
@@ -158,8 +191,11 @@ def test_unsigned_extra_or_missing_files_and_wrong_keys_fail(built, tmp_path):
     _, other_public = pem_pair(tmp_path / "other", "ec")
     with pytest.raises(SignatureError, match=r"the key does not fit RS256"):
         verify_files(files, other_public.read_bytes())
-    other_rsa = rsa.generate_private_key(65537, 2048).public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    other_rsa = (
+        rsa.generate_private_key(65537, 2048)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     with pytest.raises(SignatureError, match="does not verify"):
         verify_files(files, other_rsa)
     with pytest.raises(SignatureError, match="scope mismatch"):
@@ -178,8 +214,17 @@ def test_bad_inputs_exit_2_with_one_line(built, tmp_path):
     assert proc.returncode == 2 and "junk.tar.gz: not a gzipped tar bundle" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     private, _ = pem_pair(tmp_path, "ec")
-    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", "RS256",
-               "-o", str(tmp_path / "x.tar.gz"))
+    proc = cli(
+        "bundle",
+        "sign",
+        str(built),
+        "--signing-key",
+        str(private),
+        "--signing-alg",
+        "RS256",
+        "-o",
+        str(tmp_path / "x.tar.gz"),
+    )
     assert proc.returncode == 2 and "ec.key: the key does not fit RS256" in proc.stderr
     assert not (tmp_path / "x.tar.gz").exists(), "nothing half-written"
     proc = cli("bundle", "sign", str(built), "--signing-key", str(tmp_path / "missing.pem"))

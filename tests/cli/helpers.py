@@ -19,6 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
 ACTIVE_REVIEW = SAMPLES / "gate-change-while-jobset-active.yaml"
 ACTIVE_INVENTORY = SAMPLES / "gate-change-while-jobset-active-inventory.yaml"
+EXTERNAL_DATA_RULE = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability-external-data"
 FAILED_CHECK_COMMANDS = ("review", "test", "bundle verify", "generate --check")
 """The only commands allowed to exit 1: a denial, a failed test, a failed verification, drift."""
 
@@ -103,3 +104,22 @@ def trainjob_update_review() -> dict:
         },
     }
     return admission_review("UPDATE", new, old)
+
+
+def provider_object(timeout: object) -> dict:
+    """The Provider object the external-data variant's Constraint names (sites write their own)."""
+    return {
+        "apiVersion": "externaldata.gatekeeper.sh/v1beta1",
+        "kind": "Provider",
+        "metadata": {"name": "trainer-jobset-provider"},
+        "spec": {"url": "https://trainer-jobset-provider.trainer-policy-system:8443/", "timeout": timeout},
+    }
+
+
+def external_data_constraints(folder: Path, timeout: object) -> Path:
+    """The external-data variant of override mutability, with a Provider of this spec.timeout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("template.yaml", "constraint.yaml"):
+        (folder / name).write_text((EXTERNAL_DATA_RULE / name).read_text())
+    write_yaml(folder / "provider.yaml", provider_object(timeout))
+    return folder

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -25,15 +24,13 @@ from tests.cli.helpers import (
     ACTIVE_REVIEW,
     PROJECT_ROOT,
     assert_error,
+    external_data_constraints,
     run_cli,
     run_process,
     serving_pki,
     trainjob_update_review,
     write_yaml,
 )
-
-PROVIDER_TEMPLATE = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability"
-
 
 # --- item 2: review exits 0 when no constraint was loaded at all ---------------------------------
 
@@ -44,7 +41,7 @@ PROVIDER_TEMPLATE = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mu
         ["--constraints", str(PROJECT_ROOT / "docs")],
         ["--constraints", "EMPTY"],
         ["--profile", "../../generator"],
-        ["--constraints", str(PROVIDER_TEMPLATE / "template.yaml")],
+        ["--constraints", str(PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-managed-by/template.yaml")],
     ],
     ids=["docs-folder", "empty-folder", "profile-escaping-bundles", "template-without-constraint"],
 )
@@ -70,13 +67,7 @@ def test_json_nested_500_deep(tmp_path: Path) -> None:
 
 
 def test_provider_with_a_string_timeout_names_the_field(tmp_path: Path) -> None:
-    folder = tmp_path / "constraints"
-    folder.mkdir()
-    for name in ("template.yaml", "constraint.yaml"):
-        (folder / name).write_text((PROVIDER_TEMPLATE / name).read_text())
-    provider = yaml.safe_load((PROVIDER_TEMPLATE / "provider.yaml").read_text())
-    provider["spec"]["timeout"] = "abc"
-    write_yaml(folder / "provider.yaml", provider)
+    folder = external_data_constraints(tmp_path / "constraints", "abc")
     result = run_cli("review", ACTIVE_REVIEW, "--constraints", folder)
     assert_error(result, "provider.yaml: spec.timeout: must be a whole number of seconds >= 1, got 'abc'")
 

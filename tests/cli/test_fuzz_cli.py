@@ -19,13 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from provider.certs import issue, make_ca
-from tests.cli.helpers import ACTIVE_INVENTORY, ACTIVE_REVIEW, PROJECT_ROOT, Result, run_cli, write_pair
+from tests.cli.helpers import (
+    ACTIVE_INVENTORY,
+    ACTIVE_REVIEW,
+    PROJECT_ROOT,
+    Result,
+    provider_object,
+    run_cli,
+    write_pair,
+)
 
 SETTINGS = settings(
     max_examples=30,
@@ -121,12 +130,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, built_bundle: Path) -> Inpu
     put("inventory.yaml", ACTIVE_INVENTORY.read_text())
     put("parameters.yaml", "trainjob-managed-by: {allowedValues: [a]}\n")
     put("bad-parameters.yaml", "trainjob-managed-by: {allowedValues: 5}\nnope: {}\n")
-    put(
-        "provider-bad-timeout.yaml",
-        (PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/provider.yaml")
-        .read_text()
-        .replace("timeout: 2", "timeout: abc"),
-    )
+    put("provider-bad-timeout.yaml", yaml.safe_dump(provider_object("abc")))
     put("broken.rego", "package broken\n\ntest_x if { nope(1) }\n")
     put("failing_test.rego", "package failing_test\n\ntest_fails if { 1 == 2 }\n")
     ca = make_ca("fuzz-ca")

@@ -15,10 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-import yaml
-
 from generator.gatekeeper.external_data import ExternalData, HttpsProvider
-from tests.cli.helpers import PROJECT_ROOT, run_cli, serving_pki, trainjob_update_review, write_yaml
+from tests.cli.helpers import external_data_constraints, run_cli, serving_pki, trainjob_update_review, write_yaml
 
 BODY = (
     b'{"apiVersion":"externaldata.gatekeeper.sh/v1beta1","kind":"ProviderResponse",'
@@ -121,14 +119,7 @@ def test_a_fast_answer_within_the_deadline_is_read_whole(tmp_path: Path) -> None
 def test_review_against_a_trickling_provider_reports_the_system_error(tmp_path: Path) -> None:
     """The CLI as a user runs it: the Provider object's spec.timeout (1 s) is the deadline."""
     pki = serving_pki(tmp_path / "pki")
-    bundle = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability"
-    constraints = tmp_path / "constraints"
-    constraints.mkdir()
-    for name in ("template.yaml", "constraint.yaml"):
-        (constraints / name).write_text((bundle / name).read_text())
-    provider = yaml.safe_load((bundle / "provider.yaml").read_text())
-    provider["spec"]["timeout"] = 1
-    write_yaml(constraints / "provider.yaml", provider)
+    constraints = external_data_constraints(tmp_path / "constraints", 1)
     review = write_yaml(tmp_path / "review.yaml", trainjob_update_review())
     with slow_provider(pki, "trickle") as url:
         began = time.monotonic()

@@ -12,8 +12,11 @@ import yaml
 
 from tests.gatekeeper.helpers import FIXTURES, admission_review, trainjob
 
-CONSTRAINTS = [str(FIXTURES / "templates.yaml"), str(FIXTURES / "constraints.yaml"),
-               str(FIXTURES / "external-constraint.yaml")]
+CONSTRAINTS = [
+    str(FIXTURES / "templates.yaml"),
+    str(FIXTURES / "constraints.yaml"),
+    str(FIXTURES / "external-constraint.yaml"),
+]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -63,8 +66,9 @@ def test_review_of_a_bare_object_is_a_create_and_allowed(tmp_path):
 
 def test_review_objects_back_the_in_process_provider(tmp_path):
     jobset = FIXTURES / "suite" / "jobset.yaml"
-    proc = review(tmp_path, trainjob(keys=["team-a/job1"], labels={"team": "a"}), "--objects", str(jobset),
-                  "-o", "json")
+    proc = review(
+        tmp_path, trainjob(keys=["team-a/job1"], labels={"team": "a"}), "--objects", str(jobset), "-o", "json"
+    )
     [echo] = [v for v in json.loads(proc.stdout)["violations"] if v["constraint"] == "echo"]
     assert echo["details"]["responses"] == [["team-a/job1", {"found": True, "activeReplicatedJobs": ["node"]}]]
 
@@ -83,13 +87,22 @@ def test_review_text_output(tmp_path):
     [
         ("kind: [unclosed", r"review.yaml: invalid YAML at line 1"),
         ("- a\n- b\n", r"review.yaml: expected a mapping"),
-        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "PATCH"}},
-         r"review.yaml: request.operation: must be one of CREATE, UPDATE, DELETE, CONNECT"),
-        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-          "request": {"operation": "UPDATE", "object": trainjob()}},
-         r"review.yaml: request.oldObject: required for UPDATE"),
-        ({"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {}},
-         r"review.yaml: apiVersion: must be one of"),
+        (
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "PATCH"}},
+            r"review.yaml: request.operation: must be one of CREATE, UPDATE, DELETE, CONNECT",
+        ),
+        (
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"operation": "UPDATE", "object": trainjob()},
+            },
+            r"review.yaml: request.oldObject: required for UPDATE",
+        ),
+        (
+            {"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {}},
+            r"review.yaml: apiVersion: must be one of",
+        ),
         ({"metadata": {"name": "x"}}, r"review.yaml: object: must have apiVersion and kind"),
         (b"\xff\xfe".decode("latin-1"), r"review.yaml: "),
     ],
@@ -137,6 +150,21 @@ def test_test_command_passes_rego_tests_and_suites():
     assert any("external/jobset-from-inventory" in line for line in lines)
     assert "coverage owner.rego: 2/2" in lines
     assert lines[-1] == "7 passed, 0 failed"
+
+
+def test_gator_suite_whose_template_calls_external_data_fails_as_under_gator(tmp_path):
+    """gator registers no external_data builtin: a test.gatekeeper.sh Suite with such a template cannot load."""
+    suite = (FIXTURES / "suite" / "provider-suite.yaml").read_text()
+    suite = suite.replace("trainer-policy.kubeflow.org/v1alpha1", "test.gatekeeper.sh/v1alpha1")
+    suite = suite.replace("external-echo-template.yaml", str(FIXTURES / "suite" / "external-echo-template.yaml"))
+    suite = suite.replace("../external-constraint.yaml", str(FIXTURES / "external-constraint.yaml"))
+    suite = suite.replace("keys.yaml", str(FIXTURES / "suite" / "keys.yaml"))
+    suite = suite.replace("[jobset.yaml]", f"[{FIXTURES / 'suite' / 'jobset.yaml'}]")
+    (tmp_path / "suite.yaml").write_text(suite)
+    proc = cli("test", str(tmp_path))
+    assert proc.returncode == 1
+    assert "rego_type_error: undefined function external_data" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed"
 
 
 def test_test_command_reports_failures_and_errors():

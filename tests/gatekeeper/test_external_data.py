@@ -19,8 +19,10 @@ from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
 
 def jobset(name: str, namespace: str = "team-a", active: dict[str, int] | None = None) -> dict:
-    statuses = [{"name": n, "active": a, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 0}
-                for n, a in (active or {}).items()]
+    statuses = [
+        {"name": n, "active": a, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 0}
+        for n, a in (active or {}).items()
+    ]
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -133,3 +135,55 @@ def test_malformed_builtin_request_is_a_system_error():
         "external_data request `keys` must be a list of strings"
     )
     assert builtin("nope")["status_code"] == 400
+
+
+class SwitchableProvider:
+    """The provider's own handler over a JobSet whose state the test changes between requests."""
+
+    def __init__(self, objects: list[dict]) -> None:
+        self.objects = objects
+        self.keys: list[str] = []
+
+    def fetch(self, keys: list[str]):
+        self.keys += keys
+        return in_process(self.objects).fetch(keys)
+
+
+def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cache():
+    """Gatekeeper caches each answer for 3 minutes per key; the external-data rule's key carries the request
+    uid, so the second request reaches the provider and sees the JobSet that turned active."""
+    from generator.gatekeeper.documents import Document
+    from generator.gatekeeper.review import request_from_document
+    from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+    from tests.admission import admission_review
+
+    def update(uid: str):
+        old = trainjob("job1", suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "node"}]}])
+        new = trainjob("job1", suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "launcher"}]}])
+        return request_from_document(Document("test", admission_review("UPDATE", new, old, uid=uid)))
+
+    policy_set = load_policy_set([gatekeeper_bundle_dir("v2.0") / EXTERNAL_DATA_VARIANT])
+    provider = SwitchableProvider([jobset("job1", active={"node": 0})])
+    cache = ResponseCache()  # Gatekeeper's default TTL, never expired in this test
+    assert cache.ttl_seconds == 180
+    with GatekeeperRunner(policy_set, cache=cache) as runner:
+        runner.external_data.fallback = provider
+        assert runner.review(update("uid-1")).allowed
+        provider.objects = [jobset("job1", active={"node": 3})]
+        second = runner.review(update("uid-2"))
+    assert [v.msg for v in second.violations] == [
+        "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node "
+        "is still active"
+    ]
+    assert provider.keys == ["team-a/job1#uid-1", "team-a/job1#uid-2"]
+
+
+def test_the_same_key_is_served_from_the_cache_for_three_minutes():
+    """Why the key carries the uid: with a repeated key Gatekeeper would answer from its cache."""
+    provider = SwitchableProvider([jobset("job1", active={"node": 0})])
+    builtin = ExternalData({"p": provider}, ResponseCache())
+    first = builtin({"provider": "p", "keys": ["team-a/job1"]})
+    provider.objects = [jobset("job1", active={"node": 3})]
+    second = builtin({"provider": "p", "keys": ["team-a/job1"]})
+    assert first["responses"] == second["responses"] and second["status_code"] == 0
+    assert provider.keys == ["team-a/job1"]

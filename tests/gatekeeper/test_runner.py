@@ -128,12 +128,24 @@ def test_evaluation_error_is_an_error_never_allowed(tmp_path):
     assert result.errors and result.errors[0].startswith("template k8simmutablename: evaluation failed:")
 
 
-def test_audit_review_has_no_operation_or_old_object(runner):
+def test_audit_review_has_empty_operation_and_null_old_object(runner):
+    """Gatekeeper's audit review keeps every always-serialised key, with empty values (recorded corpus)."""
     from generator.gatekeeper.review import audit_request
 
     job = trainjob(labels={"team": "a"}, owner="alice")
     review = audit_request(job).as_input()
-    assert set(review) == {"kind", "name", "namespace", "object"}
+    assert review == {
+        "uid": "",
+        "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
+        "resource": {"group": "", "version": "", "resource": ""},
+        "name": "job1",
+        "namespace": "team-a",
+        "operation": "",
+        "userInfo": {},
+        "object": job,
+        "oldObject": None,
+        "options": None,
+    }
     result = runner.review(audit_request(job))
     assert result.errors == []
     assert {v.constraint for v in result.violations} == {"cost-center-warn", "owner-dryrun"}

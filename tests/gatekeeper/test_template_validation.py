@@ -40,7 +40,7 @@ CASES = {
     "name not lower kind": (lambda b: b["metadata"].update(name="other"), r"metadata\.name: must be the lower-cased"),
     "forbidden data ref": (
         lambda b: source(b).update(rego=source(b)["rego"] + "\nx := data.kubernetes.pods\n"),
-        r"reference 'data\.kubernetes\.pods' is not allowed",
+        r"invalid data reference: 'data\.kubernetes\.pods' is not allowed",
     ),
     "lib outside lib": (
         lambda b: source(b).update(libs=["package helpers\nf := 1\n"]), r"lib package 'helpers' must be under `lib\.`"

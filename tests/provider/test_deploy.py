@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -9,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography import x509
 
+from generator.cli.main import main
 from provider.http_server import MAX_BODY_BYTES
 from provider.server import DEFAULT_REQUEST_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-BUNDLE_PROVIDER = REPO / "bundles" / "gatekeeper" / "v2.0" / "trainjob-override-mutability" / "provider.yaml"
+
 
 def render(path: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
     assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
@@ -43,7 +48,7 @@ def test_deployment_is_hardened_and_probed(tmp_path: Path) -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["args"][:2] == ["provider", "serve"]
     assert pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
-    assert MAX_BODY_BYTES == 1 << 20 and objects["Provider"]["spec"]["timeout"] > DEFAULT_REQUEST_TIMEOUT
+    assert MAX_BODY_BYTES == 1 << 20 and provider_yaml(tmp_path)["spec"]["timeout"] > DEFAULT_REQUEST_TIMEOUT
 
 
 def test_rbac_is_read_only_on_jobsets(tmp_path: Path) -> None:
@@ -55,16 +60,37 @@ def test_rbac_is_read_only_on_jobsets(tmp_path: Path) -> None:
     assert subject["name"] == objects["ServiceAccount"]["metadata"]["name"]
 
 
-def test_provider_object_matches_the_service_and_the_bundle(tmp_path: Path) -> None:
+def provider_yaml(tmp_path: Path) -> dict[str, Any]:
+    """The Provider object `trainer-policy certs --provider-yaml` writes (deploy/README.md, step 2)."""
+    out = tmp_path / "pki"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["certs", "--out-dir", str(out), "--provider-yaml", str(out / "provider.yaml")]) == 0
+    return yaml.safe_load((out / "provider.yaml").read_text())
+
+
+def test_provider_object_matches_the_service_and_has_a_real_ca_bundle(tmp_path: Path) -> None:
     objects = render(DEPLOY, tmp_path)
-    provider, service = objects["Provider"], objects["Service"]
+    assert "Provider" not in objects, "no placeholder Provider: Gatekeeper refuses a caBundle that does not decode"
+    provider, service = provider_yaml(tmp_path), objects["Service"]
     assert "namespace" not in provider["metadata"]  # cluster-scoped
     url = f"https://{service['metadata']['name']}.{service['metadata']['namespace']}:8443/"
     assert provider["spec"]["url"] == url
-    if BUNDLE_PROVIDER.exists():
-        bundled = yaml.safe_load(BUNDLE_PROVIDER.read_text())
-        assert bundled["metadata"]["name"] == provider["metadata"]["name"]
-        assert bundled["spec"]["url"] == provider["spec"]["url"]
+    pem = base64.b64decode(provider["spec"]["caBundle"], validate=True)
+    assert (
+        x509.load_pem_x509_certificate(pem).subject
+        == x509.load_pem_x509_certificate((tmp_path / "pki" / "ca.crt").read_bytes()).subject
+    )
+
+
+def test_no_gatekeeper_bundle_ships_a_provider() -> None:
+    bundles = REPO / "bundles" / "gatekeeper"
+    providers = [
+        p
+        for p in bundles.rglob("*.yaml")
+        for d in yaml.safe_load_all(p.read_text())
+        if d and d.get("kind") == "Provider"
+    ]
+    assert providers == []
 
 
 def test_components_render_when_enabled_as_documented(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 An override change is denied while a replicated job of the TrainJob's JobSet is active and admitted
 once the JobSet is inactive, with the hand-written template (rule A's call pattern) and, when the
-generated bundle exists, with bundles/gatekeeper/v2.0.
+generated bundle exists, with the external-data variant of bundles/gatekeeper/v2.0 under Gatekeeper's
+default response cache.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ from typing import Any
 
 import pytest
 
+from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import HttpsProvider, ResponseCache
 from generator.gatekeeper.policy_set import load_policy_set
+from generator.gatekeeper.review import request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
+from generator.paths import EXTERNAL_DATA_VARIANT
 from provider.kube_auth import from_kubeconfig
 from provider.kube_source import KubeJobSetSource
 from provider.logs import JsonLogger
 from provider.metrics import ProviderMetrics
-from tests.gatekeeper.helpers import request, trainjob
+from tests.admission import admission_review
+from tests.gatekeeper.helpers import trainjob
 from tests.kube.cluster import KubeCluster
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import wait_until
@@ -45,21 +50,25 @@ def status(node_active: int) -> list[dict[str, Any]]:
 
 
 def override_update(namespace: str, name: str) -> Any:
+    """A new admission request each time: its own uid, as the API server sends."""
     old = trainjob(name, namespace, runtimeRef={"name": "torch"}, suspend=True, podSpecOverrides=OLD_OVERRIDES)
     new = trainjob(name, namespace, runtimeRef={"name": "torch"}, suspend=True, podSpecOverrides=NEW_OVERRIDES)
-    return request("UPDATE", new, old)
+    review = admission_review("UPDATE", new, old, uid=f"e2e-{next(_ids)}")
+    return request_from_document(Document("test", review))
 
 
-def policy_sets() -> list[tuple[str, list[Path]]]:
-    sets = [("hand-written", [FIXTURES / "jobset-active-template.yaml"])]
-    if (BUNDLE_V20 / "trainjob-override-mutability").is_dir():
-        sets.append(("bundles/gatekeeper/v2.0", [BUNDLE_V20]))
+def policy_sets() -> list[tuple[str, list[Path], float]]:
+    """(label, paths, cache TTL): the hand-written template's key repeats, so it needs TTL 0; the bundle's
+    external-data variant keys each request by its uid and runs with Gatekeeper's default 3-minute cache."""
+    sets = [("hand-written", [FIXTURES / "jobset-active-template.yaml"], 0.0)]
+    if (BUNDLE_V20 / EXTERNAL_DATA_VARIANT).is_dir():
+        sets.append(("bundles/gatekeeper/v2.0/external-data", [BUNDLE_V20 / EXTERNAL_DATA_VARIANT], 180.0))
     return sets
 
 
-@pytest.mark.parametrize(("label", "paths"), policy_sets(), ids=[label for label, _ in policy_sets()])
+@pytest.mark.parametrize(("label", "paths", "ttl"), policy_sets(), ids=[label for label, _, _ in policy_sets()])
 def test_override_change_denied_while_active_admitted_once_inactive(
-    kube_cluster: KubeCluster, start_provider: StartProvider, pki: Pki, label: str, paths: list[Path]
+    kube_cluster: KubeCluster, start_provider: StartProvider, pki: Pki, label: str, paths: list[Path], ttl: float
 ) -> None:
     namespace, name = f"e2e-{int(time.time()) % 100000}-{next(_ids)}", "train"
     kube_cluster.create_namespace(namespace)
@@ -72,10 +81,8 @@ def test_override_change_denied_while_active_admitted_once_inactive(
     assert source.wait_ready(10)
 
     policy_set = load_policy_set(paths)
-    assert PROVIDER in policy_set.providers
-    client = HttpsProvider(running.url, str(pki.ca), timeout=policy_set.providers[PROVIDER].timeout_seconds)
-    # TTL 0: every review asks the provider (Gatekeeper would serve the cached answer for up to 3 minutes)
-    with GatekeeperRunner(policy_set, {PROVIDER: client}, cache=ResponseCache(ttl_seconds=0)) as runner:
+    client = HttpsProvider(running.url, str(pki.ca), timeout=2.0)
+    with GatekeeperRunner(policy_set, {PROVIDER: client}, cache=ResponseCache(ttl_seconds=ttl)) as runner:
 
         def review() -> ReviewResult:
             return runner.review(override_update(namespace, name))

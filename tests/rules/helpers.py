@@ -12,12 +12,13 @@ from typing import Any
 
 import yaml
 
+from generator.catalog.model import Rule
 from generator.cli.main import main
 from generator.gatekeeper.external_data import ProviderClient, ResponseCache
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set
 from generator.gatekeeper.review import AdmissionRequest
 from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import gatekeeper_bundle_dir
+from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
 
 @dataclass
@@ -44,9 +45,12 @@ def review_cli(
     profile: str = "v2.0",
     parameters: dict[str, dict[str, Any]] | None = None,
     extra: tuple[str, ...] = (),
+    variant: str | None = None,
 ) -> CliReview:
-    """`trainer-policy review REVIEW --objects ... --profile P -o json`, in-process."""
+    """`trainer-policy review REVIEW --objects ... --profile P [--variant V] -o json`, in-process."""
     argv = ["review", _write(tmp_path / "review.yaml", [review]), "--profile", profile, "-o", "json", *extra]
+    if variant:
+        argv += ["--variant", variant]
     if objects:
         argv += ["--objects", _write(tmp_path / "objects.yaml", list(objects))]
     if parameters:
@@ -59,8 +63,15 @@ def review_cli(
 
 
 @cache
-def bundle(profile: str) -> PolicySet:
-    return load_policy_set([gatekeeper_bundle_dir(profile)])
+def bundle(profile: str, variant: str | None = None) -> PolicySet:
+    """What `kubectl apply -k` installs: the profile's bundle or one of its variants (a subfolder)."""
+    folder = gatekeeper_bundle_dir(profile)
+    return load_policy_set([folder / variant if variant else folder])
+
+
+def variant_of(rule: Rule) -> str | None:
+    """The install that holds the rule: rules that replace another one live in the external-data variant."""
+    return EXTERNAL_DATA_VARIANT if rule.alternative_to else None
 
 
 def runner_review(
@@ -71,9 +82,10 @@ def runner_review(
     objects: list[dict[str, Any]] = (),  # type: ignore[assignment]
     parameters: dict[str, dict[str, Any]] | None = None,
     cache: ResponseCache | None = None,
+    variant: str | None = None,
 ):
     """The bundle's templates and default Constraints (parameters replaced per constraint name)."""
-    policy_set = bundle(profile)
+    policy_set = bundle(profile, variant)
     if parameters:
         from generator.gatekeeper.constraint import Constraint
 

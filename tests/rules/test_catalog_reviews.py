@@ -13,7 +13,7 @@ from generator.catalog.model import AUDIT, Case, Rule
 from generator.gatekeeper.external_data import ProviderAnswer, ProviderItem
 from generator.profiles import generated_profiles
 from generator.render import requests
-from tests.rules.helpers import review_cli, runner_review
+from tests.rules.helpers import review_cli, runner_review, variant_of
 
 CASES = [
     pytest.param(profile.name, rule, case, id=f"{profile.name}-{rule.id}-{case.name}")
@@ -55,6 +55,7 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
             objects=list(case.cluster),
             profile=profile,
             parameters=parameters,
+            variant=variant_of(rule),
         )
         assert result.exit_code == (1 if case.expected else 0), (result.stderr, result.body)
         assert result.messages == _expected(case)
@@ -71,6 +72,7 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
         providers=providers,
         objects=list(case.cluster),
         parameters=None if case.parameters is None else {rule.id: case.parameters},
+        variant=variant_of(rule),
     )
     assert result.errors == []
     assert sorted(v.msg for v in result.violations) == _expected(case)

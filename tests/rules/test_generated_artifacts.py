@@ -18,7 +18,7 @@ import yaml
 from generator.catalog import load_catalog
 from generator.cli.main import main
 from generator.engine.rego_ast import RegoParser
-from generator.paths import PROJECT_ROOT
+from generator.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
 from generator.render.tree import render_tree
 
@@ -119,17 +119,26 @@ def test_rego_references_and_violation_builder():
             assert '"msg"' not in text, f"{path}: violations are built by lib.trainer.violations.make only"
 
 
+def _variants(profile: str) -> dict[str, set[str]]:
+    """Each install of a profile -> the rules it installs: override mutability in one variant or the other."""
+    rules = {r.id for r in load_catalog()}
+    alternatives = {r.alternative_to: r.id for r in load_catalog() if r.alternative_to}
+    return {
+        profile: rules - set(alternatives.values()),
+        f"{profile}/{EXTERNAL_DATA_VARIANT}": rules - set(alternatives),
+    }
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kustomization_lists_existing_installable_objects(profile):
-    root = PROJECT_ROOT / "bundles" / "gatekeeper" / profile
-    kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
-    kinds = []
-    for resource in kustomization["resources"]:
-        body = yaml.safe_load((root / resource).read_text())
-        kinds.append(body["kind"])
-    assert kinds.count("ConstraintTemplate") == len(load_catalog())
-    assert kinds.count("Provider") == 1 and kinds.count("SyncSet") == 1
-    assert "Suite" not in kinds
+    for folder, rules in _variants(profile).items():
+        root = PROJECT_ROOT / "bundles" / "gatekeeper" / folder
+        kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
+        listed = {Path(r).name for r in kustomization["resources"] if (root / r).is_dir()}
+        assert listed == rules, folder
+        for rule in listed:
+            inner = yaml.safe_load((GATEKEEPER / profile / rule / "kustomization.yaml").read_text())
+            assert inner["resources"] == ["template.yaml", "constraint.yaml"]
 
 
 def test_catalog_case_names_are_unique_identifiers():
@@ -164,18 +173,46 @@ def test_generate_one_profile_keeps_the_others():
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
-    """What `kubectl apply -k bundles/gatekeeper/<profile>` would send: every template, constraint,
-    the SyncSet and the Provider, each once."""
+    """What `kubectl apply -k` sends for each install of the profile: every template and constraint once, labelled
+    with its install step, the SyncSet where JobSets are synced, and never a Provider."""
     assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
-    out = subprocess.run(
-        ["kubectl", "kustomize", str(GATEKEEPER / profile)], capture_output=True, text=True, check=True,
-        env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
-    ).stdout
-    rendered = [doc for doc in yaml.safe_load_all(out) if doc]
-    kinds = sorted(doc["kind"] for doc in rendered)
-    rules = sorted(p.name for p in (GATEKEEPER / profile).iterdir() if p.is_dir())
-    assert kinds.count("ConstraintTemplate") == len(rules)
-    assert kinds.count("Provider") == 1 and kinds.count("SyncSet") == 1
-    constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
-    assert sorted(d["metadata"]["name"] for d in constraints) == rules
-    assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)
+    for folder, rules in _variants(profile).items():
+        out = subprocess.run(
+            ["kubectl", "kustomize", str(GATEKEEPER / folder)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
+        ).stdout
+        rendered = [doc for doc in yaml.safe_load_all(out) if doc]
+        kinds = sorted(doc["kind"] for doc in rendered)
+        assert kinds.count("ConstraintTemplate") == len(rules)
+        assert "Provider" not in kinds
+        assert kinds.count("SyncSet") == (0 if folder.endswith(EXTERNAL_DATA_VARIANT) else 1)
+        constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
+        assert sorted(d["metadata"]["name"] for d in constraints) == sorted(rules)
+        assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)
+        steps = {d["kind"]: d["metadata"]["labels"]["trainer-policy.kubeflow.org/install-step"] for d in rendered}
+        assert steps.pop("ConstraintTemplate") == "templates"
+        assert steps.pop("SyncSet", "templates") == "templates"
+        assert set(steps.values()) == {"constraints"}, steps
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_gator_suite_is_runnable_by_gator_and_has_audit_and_create_cases(profile):
+    """gator loads a suite's template without external_data, reviews a bare object as audit, and needs an
+    AdmissionReview for CREATE: every shipped suite.yaml fits, and every rule has audit cases."""
+    suites = sorted((GATEKEEPER / profile).glob("*/suite.yaml"))
+    assert {p.parent.name for p in suites} == {r.id for r in load_catalog() if not r.data.external_data_providers}
+    for path in suites:
+        suite = yaml.safe_load(path.read_text())
+        assert suite["apiVersion"] == "test.gatekeeper.sh/v1alpha1"
+        (test,) = suite["tests"]
+        template = yaml.safe_load((path.parent / test["template"]).read_text())
+        source = template["spec"]["targets"][0]["code"][0]["source"]
+        assert "external_data" not in source["rego"] + "".join(source["libs"]), path
+        objects = [yaml.safe_load((path.parent / c["object"]).read_text()) for c in test["cases"]]
+        operations = {o["request"]["operation"] if o["kind"] == "AdmissionReview" else "audit" for o in objects}
+        assert {"audit", "CREATE"} <= operations, (path, operations)
+    for path in sorted((GATEKEEPER / profile).glob("*/external-data-suite.yaml")):
+        assert yaml.safe_load(path.read_text())["apiVersion"] != "test.gatekeeper.sh/v1alpha1"

@@ -12,7 +12,8 @@ import yaml
 
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
+from generator.paths import EXTERNAL_DATA_VARIANT
 from provider.certs import make_ca
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
@@ -208,19 +209,31 @@ def test_one_violation_per_active_replicated_job(tmp_path):
     )
 
 
-def test_inventory_source(tmp_path):
-    parameters = {"trainjob-override-mutability": {"jobSetSource": "Inventory"}}
+def test_default_install_reads_synced_jobsets(tmp_path):
     update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
-    assert review_cli(tmp_path, update, objects=[JOBSET_RUNNING], parameters=parameters).messages == [ACTIVE_NODE_V20]
-    assert review_cli(tmp_path, update, objects=[JOBSET_IDLE], parameters=parameters).messages == []
-    assert review_cli(tmp_path, update, parameters=parameters).messages == []
+    assert review_cli(tmp_path, update, objects=[JOBSET_RUNNING]).messages == [ACTIVE_NODE_V20]
+    assert review_cli(tmp_path, update, objects=[JOBSET_IDLE]).messages == []
+    assert review_cli(tmp_path, update).messages == []  # not synced: not found, inactive
+
+
+def test_external_data_variant_asks_the_provider(tmp_path):
+    update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
+    running = review_cli(tmp_path, update, objects=[JOBSET_RUNNING], variant=EXTERNAL_DATA_VARIANT)
+    assert running.messages == [ACTIVE_NODE_V20]
+    assert [v["constraint"] for v in running.body["violations"]] == ["trainjob-override-mutability-external-data"]
+    assert review_cli(tmp_path, update, objects=[JOBSET_IDLE], variant=EXTERNAL_DATA_VARIANT).messages == []
 
 
 def test_provider_down_is_an_internal_violation(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_bytes(make_ca().cert_pem)  # a real CA (bad TLS files are refused up front); the connection is refused
     update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
-    result = review_cli(tmp_path, update, extra=("--provider-url", "https://127.0.0.1:9/", "--ca-file", str(ca)))
+    result = review_cli(
+        tmp_path,
+        update,
+        extra=("--provider-url", "https://127.0.0.1:9/", "--ca-file", str(ca)),
+        variant=EXTERNAL_DATA_VARIANT,
+    )
     assert result.exit_code == 1
     (violation,) = result.body["violations"]
     assert violation["details"]["type"] == "Internal"
@@ -242,7 +255,12 @@ def _request(operation: str, obj: dict, old: dict | None = None) -> AdmissionReq
 
 def test_per_key_error_is_an_internal_violation():
     providers = {"trainer-jobset-provider": InProcessProvider(ProviderHandler(FailingSource()).handle)}
-    result = runner_review("v2.0", _request("UPDATE", trainjob(overrides=GATED), trainjob()), providers=providers)
+    result = runner_review(
+        "v2.0",
+        _request("UPDATE", trainjob(overrides=GATED), trainjob()),
+        providers=providers,
+        variant=EXTERNAL_DATA_VARIANT,
+    )
     assert result.errors == []
     assert [v.msg for v in result.violations] == [
         "spec.podSpecOverrides: Internal: failed to get the state of JobSet ml-team/llama from external data "
@@ -255,8 +273,9 @@ def test_cached_answer_with_status_code_zero_decides_the_same():
     provider = InProcessProvider(handler.handle)
     cache = ResponseCache()
     request = _request("UPDATE", trainjob(overrides=GATED), trainjob())
-    first = runner_review("v2.0", request, providers={"trainer-jobset-provider": provider}, cache=cache)
-    second = runner_review("v2.0", request, providers={"trainer-jobset-provider": provider}, cache=cache)
+    providers = {"trainer-jobset-provider": provider}
+    first = runner_review("v2.0", request, providers=providers, cache=cache, variant=EXTERNAL_DATA_VARIANT)
+    second = runner_review("v2.0", request, providers=providers, cache=cache, variant=EXTERNAL_DATA_VARIANT)
     assert [v.msg for v in first.violations] == [v.msg for v in second.violations] == [ACTIVE_NODE_V20]
 
 
@@ -267,24 +286,19 @@ def test_cached_answer_with_status_code_zero_decides_the_same():
         yaml.safe_load("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec: null\n"),
     ],
 )
-def test_audit_input_has_no_operation_and_no_old_object(obj):
-    audit = AdmissionRequest(
-        {
-            "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
-            "name": "llama",
-            "namespace": "ml-team",
-            "object": obj,
-        }
-    )
+def test_audit_never_judges_an_override_transition(obj):
+    """Gatekeeper's audit review (operation "", oldObject null): no transition, no lookup, no error."""
     handler = ProviderHandler(StaticJobSetSource([JOBSET_RUNNING]))
-    result = runner_review(
-        "v2.0",
-        audit,
-        providers={"trainer-jobset-provider": InProcessProvider(handler.handle)},
-        objects=[JOBSET_RUNNING],
-    )
-    assert result.errors == []
-    assert result.violations == []
+    for variant in (None, EXTERNAL_DATA_VARIANT):
+        result = runner_review(
+            "v2.0",
+            audit_request(obj),
+            providers={"trainer-jobset-provider": InProcessProvider(handler.handle)},
+            objects=[JOBSET_RUNNING],
+            variant=variant,
+        )
+        assert result.errors == []
+        assert result.violations == []
 
 
 # --- C: managedBy ------------------------------------------------------------------------------------------------

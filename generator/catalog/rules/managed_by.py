@@ -11,7 +11,6 @@ from generator.profiles import Profile
 
 TRAINJOB_ALLOWED = ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]
 V1_ALLOWED = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"]
-IMMUTABLE = "ManagedBy value is immutable"
 SITE = "example.com/site-controller"
 
 
@@ -19,9 +18,19 @@ def _invalid_value(allowed: list[str]) -> str:
     return f"ManagedBy must be {' or '.join(allowed)} if set"
 
 
-def _cases(field: str, allowed: list[str], make: Callable[..., dict[str, Any]], kinds: tuple[str, ...]) -> list[Case]:
+V1_IMMUTABLE = "ManagedBy value is immutable"
+"""The Training Operator's own detail: v1 jobs do not follow the Trainer's releases."""
+
+
+def _cases(
+    immutable_detail: str,
+    field: str,
+    allowed: list[str],
+    make: Callable[..., dict[str, Any]],
+    kinds: tuple[str, ...],
+) -> list[Case]:
     invalid = Expected(field, "Invalid", _invalid_value(allowed))
-    immutable = Expected(field, "Invalid", IMMUTABLE)
+    immutable = Expected(field, "Invalid", immutable_detail)
     first, second = allowed
     cases = [
         Case("create_unset_allowed", "Unset: allowed (the policies never default).", make(kinds[0])),
@@ -169,15 +178,22 @@ TRAINJOB_RULE = Rule(
         "dispatches to worker clusters); changing it mid-life would let two controllers fight over one job."
     ),
     spec_section="C",
-    version="1.0.0",
+    version="1.1.0",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(_parameter(TRAINJOB_ALLOWED),),
     data=DataNeeds(),
     template="managed_by.rego.j2",
     libs=("violations", "review"),
-    cases=lambda p: _cases("spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)),
-    template_vars={"field": "spec.managedBy", "path": ["spec", "managedBy"], "default_allowed": TRAINJOB_ALLOWED},
+    cases=lambda p: _cases(
+        p.managed_by_immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
+    ),
+    template_vars={
+        "field": "spec.managedBy",
+        "path": ["spec", "managedBy"],
+        "default_allowed": TRAINJOB_ALLOWED,
+        "immutable_detail": None,
+    },
 )
 
 V1_JOB_RULE = Rule(
@@ -197,17 +213,18 @@ V1_JOB_RULE = Rule(
         "MultiKueue); it must name a known controller and must not change while the job exists."
     ),
     spec_section="C",
-    version="1.0.0",
+    version="1.1.0",
     match=(MatchKind(("kubeflow.org",), V1_JOB_KINDS),),
     operations=("CREATE", "UPDATE"),
     parameters=(_parameter(V1_ALLOWED),),
     data=DataNeeds(),
     template="managed_by.rego.j2",
     libs=("violations", "review"),
-    cases=lambda _p: _cases("spec.runPolicy.managedBy", V1_ALLOWED, _v1_job, V1_JOB_KINDS),
+    cases=lambda _p: _cases(V1_IMMUTABLE, "spec.runPolicy.managedBy", V1_ALLOWED, _v1_job, V1_JOB_KINDS),
     template_vars={
         "field": "spec.runPolicy.managedBy",
         "path": ["spec", "runPolicy", "managedBy"],
         "default_allowed": V1_ALLOWED,
+        "immutable_detail": V1_IMMUTABLE,
     },
 )

@@ -1,9 +1,14 @@
-"""Spec A+B: TrainJob overrides (and the schedulingGates inside them) change only while allowed."""
+"""Spec A+B: TrainJob overrides (and the schedulingGates inside them) change only while allowed.
+
+Two rules with the same cases: one reads the JobSet from data.inventory (JobSets synced by
+Gatekeeper; its Rego never mentions external_data, so gator can run its suite), one asks the
+external data provider (with a lookup key unique to each admission request).
+"""
 
 from __future__ import annotations
 
 from generator.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
+from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind, case_uid
 from generator.profiles import Profile
 
 PROVIDER = "trainer-jobset-provider"
@@ -14,7 +19,13 @@ def _internal(error: str, provider: str = PROVIDER) -> str:
     return f"failed to get the state of JobSet {KEY} from external data provider {provider}: {error}"
 
 
-def cases(p: Profile) -> list[Case]:
+def lookup_key(case_name: str) -> str:
+    """The key the external-data rule sends for a case's request (see the template's lookup_key)."""
+    return f"{KEY}#{case_uid(case_name)}"
+
+
+def _shared_cases(p: Profile) -> list[Case]:
+    """Cases that hold whether the JobSet state comes from the inventory or from the provider."""
     field = p.override_path
     forbidden_suspend = Expected(field, "Forbidden", p.suspend_detail)
 
@@ -143,117 +154,6 @@ def cases(p: Profile) -> list[Case]:
             cluster=(two_active,),
             expected=(active("node"), active("launcher")),
         ),
-        update(
-            "inventory_source_active",
-            "jobSetSource Inventory: the synced JobSet is active.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            cluster=(running,),
-            parameters={"jobSetSource": "Inventory", "providerName": PROVIDER},
-            expected=(active("node"),),
-        ),
-        update(
-            "inventory_source_not_synced",
-            "jobSetSource Inventory: no synced JobSet is an inactive JobSet.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            parameters={"jobSetSource": "Inventory", "providerName": PROVIDER},
-        ),
-        update(
-            "inventory_source_inactive",
-            "jobSetSource Inventory: a synced JobSet with active 0 passes.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            cluster=(finished,),
-            parameters={"jobSetSource": "Inventory", "providerName": PROVIDER},
-        ),
-        update(
-            "parameters_omitted_use_defaults",
-            "A Constraint without parameters: external data, default provider.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            cluster=(running,),
-            parameters={},
-            expected=(active("node"),),
-        ),
-        update(
-            "provider_system_error_is_internal",
-            "The provider is down: fail closed with Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={"responses": None, "errors": None, "status_code": 500, "system_error": "connection refused"},
-            expected=(internal("connection refused"),),
-        ),
-        update(
-            "provider_key_error_is_internal",
-            "A per-key error (API failure): Internal naming the error.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [],
-                "errors": [[KEY, "jobsets.jobset.x-k8s.io is forbidden"]],
-                "status_code": 200,
-                "system_error": "",
-            },
-            expected=(internal("jobsets.jobset.x-k8s.io is forbidden"),),
-        ),
-        update(
-            "provider_no_answer_is_internal",
-            "A key the provider did not answer: Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={"responses": [], "errors": [], "status_code": 200, "system_error": ""},
-            expected=(internal("the provider returned no answer for this key"),),
-        ),
-        update(
-            "provider_duplicate_answers_are_internal",
-            "Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [
-                    [KEY, {"found": True, "activeReplicatedJobs": []}],
-                    [KEY, {"found": True, "activeReplicatedJobs": ["node"]}],
-                ],
-                "errors": [],
-                "status_code": 200,
-                "system_error": "",
-            },
-            expected=(internal("the provider returned more than one answer for this key"),),
-        ),
-        update(
-            "provider_unexpected_value_is_internal",
-            "A value not in the provider's contract: Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={"responses": [[KEY, "yes"]], "errors": [], "status_code": 200, "system_error": ""},
-            expected=(internal("the provider returned an unexpected value"),),
-        ),
-        update(
-            "cached_answer_status_code_zero_active",
-            "A cached answer (status_code 0) is still an answer.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [[KEY, {"found": True, "activeReplicatedJobs": ["node"]}]],
-                "errors": [],
-                "status_code": 0,
-                "system_error": "",
-            },
-            expected=(active("node"),),
-        ),
-        update(
-            "cached_answer_status_code_zero_not_found",
-            "A cached 'not found' (status_code 0): allowed.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [[KEY, {"found": False, "activeReplicatedJobs": []}]],
-                "errors": [],
-                "status_code": 0,
-                "system_error": "",
-            },
-        ),
         Case(
             "audit_has_no_transition",
             "Audit (no operation, no oldObject): the transition rule does not fire.",
@@ -299,36 +199,196 @@ def cases(p: Profile) -> list[Case]:
     ]
 
 
-RULE = Rule(
+def _external_data_cases(p: Profile) -> list[Case]:
+    """Provider answers and failures: only the external-data rule has them."""
+    field = p.override_path
+
+    def active(job: str) -> Expected:
+        return Expected(field, "Forbidden", p.active_detail(job))
+
+    def internal(error: str) -> Expected:
+        return Expected(field, "Internal", _internal(error))
+
+    running = jobset(statuses=[{"name": "node", "active": 2, "ready": 2}])
+    before = [override(gates=["a"])]
+    after = [override(gates=["b"])]
+
+    def update(name: str, description: str, old: dict, new: dict, **kw: object) -> Case:
+        return Case(name, description, new, operation="UPDATE", old_object=old, **kw)  # type: ignore[arg-type]
+
+    return [
+        update(
+            "parameters_omitted_use_defaults",
+            "A Constraint without parameters: external data, default provider.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            cluster=(running,),
+            parameters={},
+            expected=(active("node"),),
+        ),
+        update(
+            "provider_system_error_is_internal",
+            "The provider is down: fail closed with Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={"responses": None, "errors": None, "status_code": 500, "system_error": "connection refused"},
+            expected=(internal("connection refused"),),
+        ),
+        update(
+            "provider_key_error_is_internal",
+            "A per-key error (API failure): Internal naming the error.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [],
+                "errors": [[lookup_key("provider_key_error_is_internal"), "jobsets.jobset.x-k8s.io is forbidden"]],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("jobsets.jobset.x-k8s.io is forbidden"),),
+        ),
+        update(
+            "provider_no_answer_is_internal",
+            "A key the provider did not answer: Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={"responses": [], "errors": [], "status_code": 200, "system_error": ""},
+            expected=(internal("the provider returned no answer for this key"),),
+        ),
+        update(
+            "provider_duplicate_answers_are_internal",
+            "Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("provider_duplicate_answers_are_internal"),
+                        {"found": True, "activeReplicatedJobs": []},
+                    ],
+                    [
+                        lookup_key("provider_duplicate_answers_are_internal"),
+                        {"found": True, "activeReplicatedJobs": ["node"]},
+                    ],
+                ],
+                "errors": [],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("the provider returned more than one answer for this key"),),
+        ),
+        update(
+            "provider_unexpected_value_is_internal",
+            "A value not in the provider's contract: Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [[lookup_key("provider_unexpected_value_is_internal"), "yes"]],
+                "errors": [],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("the provider returned an unexpected value"),),
+        ),
+        update(
+            "cached_answer_status_code_zero_active",
+            "A cached answer (status_code 0) is still an answer.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("cached_answer_status_code_zero_active"),
+                        {"found": True, "activeReplicatedJobs": ["node"]},
+                    ]
+                ],
+                "errors": [],
+                "status_code": 0,
+                "system_error": "",
+            },
+            expected=(active("node"),),
+        ),
+        update(
+            "cached_answer_status_code_zero_not_found",
+            "A cached 'not found' (status_code 0): allowed.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("cached_answer_status_code_zero_not_found"),
+                        {"found": False, "activeReplicatedJobs": []},
+                    ]
+                ],
+                "errors": [],
+                "status_code": 0,
+                "system_error": "",
+            },
+        ),
+    ]
+
+
+def inventory_cases(p: Profile) -> list[Case]:
+    return _shared_cases(p)
+
+
+def external_data_cases(p: Profile) -> list[Case]:
+    return _shared_cases(p) + _external_data_cases(p)
+
+
+_DESCRIPTION = (
+    "On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, podTemplateOverrides in v2.1, "
+    "runtimePatches from v2.2) changed semantically (absent, null and [] are equal; order matters; quantities "
+    "compare by value): the TrainJob must be suspended (v2.0 to v2.2: the new object; v2.3: the old or the new "
+    "object), and the JobSet with the TrainJob's namespace and name must have no replicated job with "
+    "active > 0. A JobSet that does not exist is inactive. schedulingGates are part of the overrides and follow "
+    "the same rule. CREATE and audit are never checked."
+)
+_RATIONALE = (
+    "The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave "
+    "running Pods out of step with the TrainJob. Kueue relies on the suspended window to inject and remove "
+    "its scheduling gates and node selectors in separate requests, which this rule allows."
+)
+_MATCH = (MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),)
+_JOBSET = SyncKind("jobset.x-k8s.io", "v1alpha2", "JobSet")
+
+INVENTORY_RULE = Rule(
     id="trainjob-override-mutability",
     kind="TrainerTrainJobOverrideMutability",
-    title="TrainJob overrides change only while suspended and the JobSet is inactive",
-    description=(
-        "On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, runtimePatches from v2.2) "
-        "changed semantically (absent, null and [] are equal; order matters; quantities compare by value): "
-        "the TrainJob must be suspended (v2.0: the new object; v2.3: the old or the new object), and the "
-        "JobSet with the TrainJob's namespace and name must have no replicated job with active > 0. The "
-        "JobSet state comes from the external data provider (parameter providerName) or, with "
-        "jobSetSource: Inventory, from JobSets synced into data.inventory. A JobSet that does not exist is "
-        "inactive; a failed lookup is an Internal violation (fail closed). schedulingGates are part of the "
-        "overrides and follow the same rule. CREATE and audit are never checked."
-    ),
-    rationale=(
-        "The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave "
-        "running Pods out of step with the TrainJob. Kueue relies on the suspended window to inject and remove "
-        "its scheduling gates and node selectors in separate requests, which this rule allows."
-    ),
+    title="TrainJob overrides change only while suspended and the JobSet is inactive (synced JobSets)",
+    description=_DESCRIPTION
+    + " The JobSet state comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), "
+    "always as fresh as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external "
+    "data provider, so `gator verify` runs its suite.",
+    rationale=_RATIONALE,
     spec_section="A, B",
-    version="1.0.1",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
+    version="2.0.1",
+    match=_MATCH,
+    operations=("UPDATE",),
+    parameters=(),
+    data=DataNeeds(inventory=(_JOBSET,)),
+    template="override_mutability.rego.j2",
+    libs=("violations", "review", "quantity", "semantic", "jobset"),
+    cases=inventory_cases,
+    template_vars={"source": "Inventory"},
+)
+
+EXTERNAL_DATA_RULE = Rule(
+    id="trainjob-override-mutability-external-data",
+    kind="TrainerTrainJobOverrideMutabilityExternalData",
+    title="TrainJob overrides change only while suspended and the JobSet is inactive (external data provider)",
+    description=_DESCRIPTION
+    + " The JobSet state comes from the external data provider (parameter providerName), looked up with a key "
+    "unique to each admission request (<namespace>/<name>#<uid>) so that Gatekeeper's response cache never "
+    "serves an older state. A failed lookup is an Internal violation (fail closed). gator cannot load this "
+    "template (it has no external_data builtin): `trainer-policy test` runs its suite against the provider's "
+    "own request handler.",
+    rationale=_RATIONALE,
+    spec_section="A, B",
+    version="1.0.0",
+    match=_MATCH,
     operations=("UPDATE",),
     parameters=(
-        Parameter(
-            "jobSetSource",
-            {"type": "string", "enum": ["ExternalData", "Inventory"]},
-            "ExternalData",
-            "Where the JobSet state comes from: the external data provider, or JobSets synced into data.inventory.",
-        ),
         Parameter(
             "providerName",
             {"type": "string"},
@@ -336,9 +396,10 @@ RULE = Rule(
             "Name of the external data Provider object serving JobSet state.",
         ),
     ),
-    data=DataNeeds(inventory=(SyncKind("jobset.x-k8s.io", "v1alpha2", "JobSet"),), external_data_providers=(PROVIDER,)),
+    data=DataNeeds(external_data_providers=(PROVIDER,)),
     template="override_mutability.rego.j2",
-    libs=("violations", "review", "quantity", "semantic", "jobset"),
-    cases=cases,
-    template_vars={"default_provider": PROVIDER},
+    libs=("violations", "review", "quantity", "semantic", "jobset_provider"),
+    cases=external_data_cases,
+    template_vars={"source": "ExternalData", "default_provider": PROVIDER},
+    alternative_to="trainjob-override-mutability",
 )

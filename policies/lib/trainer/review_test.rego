@@ -20,7 +20,15 @@ test_array_of_array if {
 }
 
 test_audit_applies if {
+    applies_to({"CREATE"}) with input as {"review": {"operation": "", "object": {}, "oldObject": null}}
+}
+
+test_absent_operation_is_audit if {
     applies_to({"CREATE"}) with input as {"review": {"object": {}}}
+}
+
+test_audit_is_never_an_update if {
+    not is_update with input as {"review": {"operation": "", "object": {}, "oldObject": null}}
 }
 
 test_delete_does_not_apply if {

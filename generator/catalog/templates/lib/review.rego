@@ -2,7 +2,8 @@
 # title: Admission review accessors
 # description: >-
 #   Safe access to input.review: the objects are {} when missing or not objects, and
-#   transition checks need an UPDATE with both objects (audit has neither operation nor oldObject).
+#   transition checks need an UPDATE with both objects (audit reviews have operation "" and
+#   oldObject null).
 package lib.trainer.review
 
 # METADATA
@@ -35,9 +36,14 @@ is_update if {
 # description: The request's operation is one of `operations`, or there is none (audit).
 applies_to(operations) if input.review.operation in operations
 
-applies_to(_) if not has_operation
+applies_to(_) if is_audit
 
-has_operation if _ = input.review.operation
+# METADATA
+# title: is_audit
+# description: >-
+#   No operation: Gatekeeper's audit and gator's bare objects review a stored object with
+#   operation "" (and oldObject null); a caller that leaves the key out is treated the same.
+is_audit if get(input.review, ["operation"], "") == ""
 
 # METADATA
 # title: get

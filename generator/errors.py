@@ -1,6 +1,12 @@
-"""Errors the command line reports as one line and exit code 2."""
+"""Errors the command line reports as one line and exit code 2, and the exit codes themselves."""
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""Only a real denial (review) or a real check failure (test, bundle verify, generate --check)."""
+EXIT_ERROR = 2
+"""Any input error or internal error: the command could not decide."""
 
 
 class InputError(Exception):

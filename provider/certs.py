@@ -29,6 +29,45 @@ class KeyPair:
         key_path.chmod(0o600)
 
 
+MAX_DAYS = 3650
+"""Longest validity `certs` issues (ten years); 0 or negative days make certificates already expired."""
+
+
+def check_days(days: int) -> None:
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"validity must be 1 to {MAX_DAYS} days, got {days}")
+
+
+def check_ca(ca: KeyPair) -> None:
+    """Raises ValueError unless `ca` is a usable CA: a PEM CA certificate (basicConstraints CA, keyCertSign),
+    currently valid, and an unencrypted EC private key that belongs to it."""
+    try:
+        cert = x509.load_pem_x509_certificate(ca.cert_pem)
+    except ValueError as exc:
+        raise ValueError(f"CA certificate is not a PEM certificate: {exc}") from exc
+    try:
+        key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    except TypeError as exc:
+        raise ValueError("CA key is encrypted: give an unencrypted PEM key (openssl pkey -in KEY -out PLAIN)") from exc
+    except ValueError as exc:
+        raise ValueError(f"CA key is not a PEM private key: {' '.join(str(exc).split())}") from exc
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("CA key must be an EC key")
+    if key.public_key().public_numbers() != cert.public_key().public_numbers():
+        raise ValueError("CA key does not belong to the CA certificate (their public keys differ)")
+    try:
+        basic = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        basic = None
+    if basic is None or not basic.ca:
+        raise ValueError("CA certificate is not a CA (basicConstraints CA:TRUE is missing)")
+    now = datetime.datetime.now(datetime.UTC)
+    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+        raise ValueError(
+            f"CA certificate is not valid now (valid {cert.not_valid_before_utc} to {cert.not_valid_after_utc})"
+        )
+
+
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()

@@ -7,13 +7,14 @@ import io
 import tarfile
 from pathlib import Path
 
+from generator.atomic import write_bytes
 from generator.errors import InputError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 def write_archive(path: Path, files: dict[str, bytes]) -> None:
-    """Sorted entries, fixed owner, mode and times; written to a temporary file, then renamed."""
+    """Sorted entries, fixed owner, mode and times; the file appears whole or not at all."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(files):
@@ -22,9 +23,7 @@ def write_archive(path: Path, files: dict[str, bytes]) -> None:
             tar.addfile(info, io.BytesIO(files[name]))
     compressed = gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(compressed)
-    partial.replace(path)
+    write_bytes(path, compressed)  # a temporary file in the same folder, renamed; removed on failure
 
 
 def read_archive(path: Path) -> dict[str, bytes]:

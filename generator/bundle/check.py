@@ -28,13 +28,19 @@ def bundle_problems(files: dict[str, bytes]) -> list[str]:
     if MANIFEST in files:
         try:
             manifest = json.loads(files[MANIFEST])
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             problems.append(f"{MANIFEST}: not JSON: {exc}")
+        if not isinstance(manifest, dict):
+            problems.append(f"{MANIFEST}: not a JSON object")
+            manifest = {}
     else:
         problems.append(f"{MANIFEST} is missing")
     if manifest.get("rego_version") != 1:
         problems.append(f"{MANIFEST}: rego_version must be 1 (the modules are Rego v1)")
     roots = manifest.get("roots") or []
+    if not isinstance(roots, list) or not all(isinstance(root, str) for root in roots):
+        problems.append(f"{MANIFEST}: roots must be a list of strings")
+        roots = []
     modules = {name: content for name, content in files.items() if name.endswith(".rego")}
     if not modules:
         problems.append("the bundle holds no Rego module")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
@@ -29,6 +29,18 @@ _HASHES = {"256": hashes.SHA256, "384": hashes.SHA384, "512": hashes.SHA512}
 
 class SignatureError(Exception):
     """The bundle's signature does not verify; the message says which file or check failed."""
+
+
+class KeyFileError(ValueError):
+    """The PEM key given to sign or verify cannot be used (not PEM, encrypted, wrong type or curve)."""
+
+
+class BundleFileError(ValueError):
+    """A structured file of the bundle (.manifest, data.json, data.yaml) does not parse, so it cannot be hashed."""
+
+
+CURVES = {"ES256": "secp256r1", "ES384": "secp384r1", "ES512": "secp521r1"}
+"""The curve each ES algorithm is defined for (RFC 7518 3.4): P-256, P-384, P-521."""
 
 
 def _encode_primitive(value: Any) -> bytes:
@@ -57,9 +69,13 @@ def _walk(value: Any, out: list[bytes]) -> None:
 
 def file_hash(name: str, content: bytes) -> str:
     if name.rsplit("/", 1)[-1] in STRUCTURED:
-        document = yaml.safe_load(content) if name.endswith(".yaml") else json.loads(content)
-        parts: list[bytes] = []
-        _walk(document, parts)
+        try:
+            document = yaml.safe_load(content) if name.endswith(".yaml") else json.loads(content)
+            parts: list[bytes] = []
+            _walk(document, parts)
+        except (ValueError, yaml.YAMLError, RecursionError) as exc:
+            kind = "YAML" if name.endswith(".yaml") else "JSON"
+            raise BundleFileError(f"{name} is not valid {kind}: {' '.join(str(exc).split())}") from exc
         return hashlib.sha256(b"".join(parts)).hexdigest()
     return hashlib.sha256(content).hexdigest()
 
@@ -80,8 +96,17 @@ class SigningKey:
     @classmethod
     def from_pem(cls, pem: bytes, algorithm: str) -> SigningKey:
         if algorithm not in ALGORITHMS:
-            raise ValueError(f"unsupported signing algorithm {algorithm} (use one of {', '.join(ALGORITHMS)})")
-        key = serialization.load_pem_private_key(pem, password=None)
+            raise KeyFileError(f"unsupported signing algorithm {algorithm} (use one of {', '.join(ALGORITHMS)})")
+        try:
+            key = serialization.load_pem_private_key(pem, password=None)
+        except TypeError as exc:  # cryptography: "Password was not given but private key is encrypted"
+            raise KeyFileError(
+                "the key is encrypted: give an unencrypted PEM key (openssl pkey -in K -out K2)"
+            ) from exc
+        except ValueError as exc:
+            raise KeyFileError(f"not a PEM private key: {' '.join(str(exc).split())}") from exc
+        except UnsupportedAlgorithm as exc:
+            raise KeyFileError(f"unsupported key type: {exc}") from exc
         _check_key_type(key, algorithm)
         return cls(algorithm, key)
 
@@ -96,8 +121,11 @@ class SigningKey:
 
 def _check_key_type(key: Any, algorithm: str) -> None:
     wants_rsa = algorithm.startswith("RS")
-    if wants_rsa != isinstance(key, rsa.RSAPrivateKey | rsa.RSAPublicKey):
-        raise ValueError(f"the key does not fit {algorithm} (RS* needs an RSA key, ES* an EC key)")
+    is_ec = isinstance(key, ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey)
+    if wants_rsa != isinstance(key, rsa.RSAPrivateKey | rsa.RSAPublicKey) or (not wants_rsa and not is_ec):
+        raise KeyFileError(f"the key does not fit {algorithm} (RS* needs an RSA key, ES* an EC key)")
+    if is_ec and key.curve.name != CURVES[algorithm]:
+        raise KeyFileError(f"the key's curve {key.curve.name} does not fit {algorithm} (it needs {CURVES[algorithm]})")
 
 
 def signed_token(files: dict[str, bytes], key: SigningKey, key_id: str, scope: str = "") -> str:
@@ -133,7 +161,10 @@ def verify_files(files: dict[str, bytes], public_pem: bytes, key_id: str = "", s
     payload = _verify_token(signatures[0], public_pem, key_id)
     if payload.get("scope", "") != scope:
         raise SignatureError("scope mismatch")
-    listed = {f.get("name"): f for f in payload.get("files") or [] if isinstance(f, dict)}
+    files_claim = payload.get("files")
+    if not isinstance(files_claim, list):
+        raise SignatureError("the JWT payload has no `files` list")
+    listed = {f["name"]: f for f in files_claim if isinstance(f, dict) and isinstance(f.get("name"), str)}
     for name, content in sorted(files.items()):
         if name == SIGNATURES:
             continue
@@ -142,7 +173,10 @@ def verify_files(files: dict[str, bytes], public_pem: bytes, key_id: str = "", s
             raise SignatureError(f"file {name} not included in bundle signature")
         if entry.get("algorithm") != "SHA-256":
             raise SignatureError(f"{name}: unsupported hashing algorithm {entry.get('algorithm')!r}")
-        actual = file_hash(name, content)
+        try:
+            actual = file_hash(name, content)
+        except BundleFileError as exc:
+            raise SignatureError(str(exc)) from exc
         if entry.get("hash") != actual:
             raise SignatureError(f"{name}: digest mismatch (want: {entry.get('hash')}, got: {actual})")
     if listed:
@@ -151,24 +185,37 @@ def verify_files(files: dict[str, bytes], public_pem: bytes, key_id: str = "", s
     return payload
 
 
+def load_public_key(public_pem: bytes) -> Any:
+    """The verification key; KeyFileError when it is not a PEM RSA or EC public key."""
+    try:
+        key = serialization.load_pem_public_key(public_pem)
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise KeyFileError(f"not a PEM public key: {' '.join(str(exc).split())}") from exc
+    if not isinstance(key, rsa.RSAPublicKey | ec.EllipticCurvePublicKey):
+        raise KeyFileError("not an RSA or EC public key")
+    return key
+
+
 def _verify_token(token: str, public_pem: bytes, key_id: str) -> dict[str, Any]:
     try:
         header_b64, payload_b64, signature_b64 = token.split(".")
         header = json.loads(_unb64(header_b64))
         payload = json.loads(_unb64(payload_b64))
         signature = _unb64(signature_b64)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SignatureError(f"malformed JWT: {exc}") from exc
+    if not isinstance(header, dict) or not isinstance(payload, dict):
+        raise SignatureError("malformed JWT: header and payload must be JSON objects")
     algorithm = header.get("alg")
     if algorithm not in ALGORITHMS:
         raise SignatureError(f"unsupported JWT algorithm {algorithm!r}")
     token_key_id = header.get("kid") or payload.get("keyid") or ""
     if key_id and token_key_id != key_id:
         raise SignatureError(f"signed with key id {token_key_id!r}, expected {key_id!r}")
-    public_key = serialization.load_pem_public_key(public_pem)
+    public_key = load_public_key(public_pem)
     try:
         _check_key_type(public_key, algorithm)
-    except ValueError as exc:
+    except KeyFileError as exc:
         raise SignatureError(str(exc)) from exc
     digest = _HASHES[algorithm[2:]]()
     signing_input = f"{header_b64}.{payload_b64}".encode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -15,13 +16,16 @@ from generator.bundle.oci import RegistryError, RegistryOptions, pull, push
 from generator.bundle.server import bundle_files, make_server, server_url
 from generator.bundle.signing import (
     ALGORITHMS,
+    BundleFileError,
+    KeyFileError,
     SignatureError,
     SigningKey,
+    load_public_key,
     signatures_document,
     signed_token,
     verify_files,
 )
-from generator.errors import InputError
+from generator.errors import EXIT_FAILED, InputError
 from generator.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
 
 
@@ -38,14 +42,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write dist/kubeflow-trainer-policy-<profile>.tar.gz per profile",
         description="Build reproducible OPA bundles from the generated ConstraintTemplates.",
     )
-    build.add_argument("--profile", action="append", help="profile(s) to build (default: every generated one)")
-    build.add_argument("--output-dir", default=str(PROJECT_ROOT / "dist"), help="default: %(default)s")
+    build.add_argument(
+        "--profile", action="append", metavar="P", help="profile to build, repeatable (default: every generated one)"
+    )
+    build.add_argument(
+        "--output-dir",
+        default=str(PROJECT_ROOT / "dist"),
+        metavar="DIR",
+        help="folder for the tarballs, created if missing (default: %(default)s)",
+    )
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
     build.add_argument(
         "--constraints",
         metavar="DIR",
         help="build from these templates and constraints (your parameters) instead of bundles/gatekeeper/<profile>; "
-        "needs exactly one --profile, which names the output",
+        "needs exactly one --profile, which names the output (default: the profile's bundle)",
     )
     build.set_defaults(run=run_build)
 
@@ -55,11 +66,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Sign every file of a bundle with a PEM private key (OPA's JWT format).",
     )
     sign.add_argument("bundle", metavar="BUNDLE.tar.gz")
-    sign.add_argument("--signing-key", required=True, metavar="KEY.pem", help="RSA or EC private key (PEM)")
-    sign.add_argument("--signing-alg", default="RS256", choices=sorted(ALGORITHMS))
+    sign.add_argument(
+        "--signing-key",
+        required=True,
+        metavar="KEY.pem",
+        help="unencrypted PEM private key: RSA for RS*, EC on the matching curve for ES* (P-256, P-384, P-521)",
+    )
+    sign.add_argument(
+        "--signing-alg", default="RS256", choices=sorted(ALGORITHMS), help="JWT algorithm (default %(default)s)"
+    )
     sign.add_argument("--key-id", default="default", help="kid of the JWT (OPA's keys.<id>; default %(default)s)")
-    sign.add_argument("--scope", default="", help="scope claim OPA checks against its configuration")
-    sign.add_argument("-o", "--output", help="write here instead of replacing BUNDLE")
+    sign.add_argument("--scope", default="", help="scope claim OPA checks against its configuration (default: none)")
+    sign.add_argument("-o", "--output", metavar="FILE", help="write here instead of replacing BUNDLE (default: BUNDLE)")
     sign.set_defaults(run=run_sign)
 
     verify = verbs.add_parser(
@@ -69,9 +87,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--verification-key also the signature of every file.",
     )
     verify.add_argument("bundle", metavar="BUNDLE.tar.gz")
-    verify.add_argument("--verification-key", metavar="PUB.pem", help="public key (PEM) the bundle was signed for")
+    verify.add_argument(
+        "--verification-key", metavar="PUB.pem", help="PEM public key the bundle was signed for (default: no check)"
+    )
     verify.add_argument("--key-id", default="", help="expected kid (default: any)")
-    verify.add_argument("--scope", default="")
+    verify.add_argument("--scope", default="", help="expected scope claim (default: none)")
     verify.set_defaults(run=run_verify)
 
     serve = verbs.add_parser(
@@ -84,9 +104,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("dir", metavar="DIR", help="folder of built bundles (e.g. dist)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     serve.add_argument("--port", type=int, default=8282, help="port (default %(default)s; 0 picks a free one)")
-    serve.add_argument("--cert-file", help="serve HTTPS with this certificate (PEM)")
-    serve.add_argument("--key-file", help="key of --cert-file (PEM)")
-    serve.add_argument("--access-log", action="store_true", help="log every request on stderr")
+    serve.add_argument("--cert-file", help="serve HTTPS with this certificate (PEM) (default: plain HTTP)")
+    serve.add_argument("--key-file", help="key of --cert-file (PEM) (default: none)")
+    serve.add_argument("--access-log", action="store_true", help="log every request on stderr (default: off)")
     serve.set_defaults(run=run_serve)
 
     push_verb = verbs.add_parser(
@@ -108,9 +128,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     pull_verb.add_argument("reference", metavar="REF", help="host[:port]/repository:tag or ...@sha256:<digest>")
     pull_verb.add_argument("-o", "--output", required=True, metavar="FILE.tar.gz")
-    pull_verb.add_argument("--verification-key", metavar="PUB.pem", help="refuse a bundle whose signature fails")
+    pull_verb.add_argument(
+        "--verification-key", metavar="PUB.pem", help="refuse a bundle whose signature fails (default: no check)"
+    )
     pull_verb.add_argument("--key-id", default="", help="expected kid (default: any)")
-    pull_verb.add_argument("--scope", default="")
+    pull_verb.add_argument("--scope", default="", help="expected scope claim (default: none)")
     _registry_options(pull_verb)
     pull_verb.set_defaults(run=run_pull)
 
@@ -119,9 +141,13 @@ PASSWORD_ENV = "TRAINER_POLICY_REGISTRY_PASSWORD"
 
 
 def _registry_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--plain-http", action="store_true", help="HTTP instead of HTTPS (a local test registry)")
+    parser.add_argument(
+        "--plain-http", action="store_true", help="HTTP instead of HTTPS, for a local test registry (default: HTTPS)"
+    )
     parser.add_argument("--ca-file", help="CA bundle of the registry's certificate (default: the system's)")
-    parser.add_argument("--username", help="registry user (HTTP Basic, or a token service's login)")
+    parser.add_argument(
+        "--username", help="registry user (HTTP Basic, or a token service's login) (default: anonymous)"
+    )
     parser.add_argument(
         "--password-file",
         metavar="FILE",
@@ -153,18 +179,28 @@ def _version() -> str:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    profiles = args.profile or sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
+    known = sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
     if args.constraints and len(args.profile or []) != 1:
         raise InputError("--constraints", "needs exactly one --profile (it names the bundle)")
-    for profile in profiles:
+    for profile in args.profile or []:
+        if args.constraints and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", profile):
+            raise InputError("--profile", f"names the output file: letters, digits, '.', '_', '-', got {profile!r}")
+        if not args.constraints and profile not in known:
+            raise InputError("--profile", f"no generated bundle for profile {profile!r} (known: {', '.join(known)})")
+    if args.constraints and not Path(args.constraints).is_dir():
+        raise InputError(args.constraints, "no such folder", field="--constraints")
+    output_dir = Path(args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise InputError(args.output_dir, "exists and is not a folder", field="--output-dir")
+    built = []
+    for profile in args.profile or known:  # every bundle is built and checked before any is written
         source = Path(args.constraints) if args.constraints else gatekeeper_bundle_dir(profile)
-        if not source.is_dir():
-            raise InputError(str(source), f"no generated bundle for profile {profile}")
         content = build_bundle(source, profile, _version(), args.revision)
         problems = bundle_problems(content.files)
         if problems:
             raise InputError(str(source), f"the bundle would not activate: {problems[0]}")
-        output = Path(args.output_dir) / f"kubeflow-trainer-policy-{profile}.tar.gz"
+        built.append((output_dir / f"kubeflow-trainer-policy-{profile}.tar.gz", content))
+    for output, content in built:
         write_archive(output, content.files)
         print(f"{output}: {len(content.files)} files, revision {content.revision}, roots {', '.join(content.roots)}")
         for template, reason in sorted(content.left_out.items()):
@@ -183,10 +219,13 @@ def run_sign(args: argparse.Namespace) -> int:
     files = read_archive(Path(args.bundle))
     try:
         key = SigningKey.from_pem(_read_key(args.signing_key), args.signing_alg)
-    except ValueError as exc:
+    except KeyFileError as exc:
         raise InputError(args.signing_key, " ".join(str(exc).split())) from exc
     files.pop(SIGNATURES, None)
-    files[SIGNATURES] = signatures_document(signed_token(files, key, args.key_id, args.scope))
+    try:
+        files[SIGNATURES] = signatures_document(signed_token(files, key, args.key_id, args.scope))
+    except BundleFileError as exc:
+        raise InputError(args.bundle, str(exc)) from exc
     output = Path(args.output or args.bundle)
     write_archive(output, files)
     print(f"{output}: signed {len(files) - 1} files with {args.signing_alg}, key id {args.key_id}")
@@ -194,19 +233,23 @@ def run_sign(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    public_pem = _read_key(args.verification_key) if args.verification_key else None
+    if public_pem is not None:
+        try:
+            load_public_key(public_pem)  # a bad key is an input error (2), not a failed verification (1)
+        except KeyFileError as exc:
+            raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
     files = read_archive(Path(args.bundle))
     problems = bundle_problems(files)
-    if args.verification_key:
+    if public_pem is not None:
         try:
-            verify_files(files, _read_key(args.verification_key), args.key_id, args.scope)
+            verify_files(files, public_pem, args.key_id, args.scope)
         except SignatureError as exc:
             problems.append(f"signature: {exc}")
-        except ValueError as exc:
-            raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
     for problem in problems:
-        print(f"{args.bundle}: {problem}")
+        print(f"{args.bundle}: {problem}", file=sys.stderr)
     if problems:
-        return 1
+        return EXIT_FAILED
     signed = "signature verified" if args.verification_key else "not signature-checked"
     print(f"{args.bundle}: ok ({len(files)} files, {signed})")
     return 0

@@ -1,17 +1,31 @@
-"""`trainer-policy certs`: a CA, the provider's serving certificate, client certificates, the caBundle."""
+"""`trainer-policy certs`: a CA, the provider's serving certificate, client certificates, the caBundle.
+
+Every flag and file is checked before anything is written; the files are made in a temporary folder
+next to --out-dir and moved in only when all of them are complete, so a failure leaves nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import re
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from generator.errors import InputError
-from provider.certs import KeyPair, ca_bundle, issue, make_ca, service_names
+
+if TYPE_CHECKING:
+    from provider.certs import KeyPair
 
 PROVIDER_NAME = "trainer-jobset-provider"
 DEFAULT_NAMESPACE = "trainer-policy-system"
+DEFAULT_DAYS = 365
+MAX_TIMEOUT_SECONDS = 300
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+DNS_NAME = re.compile(rf"^(\*\.)?{_LABEL}(\.{_LABEL})*$")
+OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+FILE_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,32 +35,106 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Write ca.crt/ca.key, tls.crt/tls.key (serverAuth for the Service's DNS names plus --san), "
             "client-<NAME>.crt/.key for each --client, and ca-bundle.txt into --out-dir; print the caBundle "
-            "(base64 of ca.crt) for the Provider object's spec.caBundle. Reuse a CA with --ca-cert/--ca-key."
+            "(base64 of ca.crt) for the Provider object's spec.caBundle. Reuse a CA with --ca-cert/--ca-key. "
+            "Nothing is written unless every file could be made. For a local provider: --san localhost --san 127.0.0.1."
         ),
     )
-    parser.add_argument("--out-dir", required=True, help="folder to write into (created if missing)")
-    parser.add_argument("--service", default=PROVIDER_NAME, help="Service name (default %(default)s)")
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="Service namespace (default %(default)s)")
-    parser.add_argument("--san", action="append", default=[], help="extra DNS name or IP for tls.crt (repeatable)")
-    parser.add_argument("--client", action="append", default=[], metavar="NAME", help="also issue a client cert")
-    parser.add_argument("--ca-cert", help="existing CA certificate to sign with (with --ca-key)")
-    parser.add_argument("--ca-key", help="key of --ca-cert")
-    parser.add_argument("--days", type=int, default=365, help="validity in days (default %(default)s)")
-    parser.add_argument("--provider-yaml", help="also write the Provider object with this caBundle to this file")
+    parser.add_argument("--out-dir", required=True, metavar="DIR", help="folder to write into (created if missing)")
+    parser.add_argument("--service", default=PROVIDER_NAME, help="Service name, a DNS label (default %(default)s)")
+    parser.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, help="Service namespace, a DNS label (default %(default)s)"
+    )
+    parser.add_argument(
+        "--san",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra DNS name or IP address for tls.crt, repeatable (default: the Service's DNS names only)",
+    )
+    parser.add_argument(
+        "--client",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also issue client-NAME.crt/.key (clientAuth), repeatable (default: none)",
+    )
+    parser.add_argument(
+        "--ca-cert", metavar="FILE", help="existing PEM CA certificate to sign with, with --ca-key (default: a new CA)"
+    )
+    parser.add_argument("--ca-key", metavar="FILE", help="unencrypted PEM EC key of --ca-cert (default: a new CA)")
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=DEFAULT_DAYS,
+        help="validity of new certificates in days, 1 to 3650 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--provider-yaml",
+        metavar="FILE",
+        help="also write the Provider object with this caBundle to this file (default: none)",
+    )
     parser.add_argument("--provider-name", default=PROVIDER_NAME, help="Provider object name (default %(default)s)")
-    parser.add_argument("--timeout", type=int, default=2, help="Provider spec.timeout seconds (default %(default)s)")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=2,
+        help=f"Provider spec.timeout in whole seconds, 1 to {MAX_TIMEOUT_SECONDS} (default %(default)s)",
+    )
     parser.set_defaults(run=run)
 
 
+def _read(path: str, flag: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot read {flag}: {exc.strerror or exc}") from exc
+
+
 def _load_ca(args: argparse.Namespace) -> KeyPair | None:
+    from provider.certs import KeyPair, check_ca
+
     if bool(args.ca_cert) != bool(args.ca_key):
         raise InputError("--ca-cert", "--ca-cert and --ca-key go together")
     if not args.ca_cert:
         return None
+    ca = KeyPair(_read(args.ca_cert, "--ca-cert"), _read(args.ca_key, "--ca-key"))
     try:
-        return KeyPair(Path(args.ca_cert).read_bytes(), Path(args.ca_key).read_bytes())
-    except OSError as exc:
-        raise InputError(args.ca_cert, str(exc)) from exc
+        check_ca(ca)
+    except ValueError as exc:
+        raise InputError(f"{args.ca_cert}, {args.ca_key}", str(exc)) from exc
+    return ca
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    from provider.certs import check_days
+
+    try:
+        check_days(args.days)
+    except ValueError as exc:
+        raise InputError("--days", str(exc)) from exc
+    if not 1 <= args.timeout <= MAX_TIMEOUT_SECONDS:
+        raise InputError("--timeout", f"must be 1 to {MAX_TIMEOUT_SECONDS} seconds, got {args.timeout}")
+    for flag, value in (("--service", args.service), ("--namespace", args.namespace)):
+        if not DNS_LABEL.match(value):
+            raise InputError(flag, f"must be a DNS label (lower-case letters, digits, '-'), got {value!r}")
+    if not OBJECT_NAME.match(args.provider_name) or len(args.provider_name) > 253:
+        raise InputError("--provider-name", f"must be a Kubernetes object name, got {args.provider_name!r}")
+    for san in args.san:
+        try:
+            ipaddress.ip_address(san)
+        except ValueError:
+            if not DNS_NAME.match(san) or len(san) > 253:
+                raise InputError("--san", f"not a DNS name or IP address: {san!r}") from None
+    for client in args.client:
+        if not FILE_STEM.match(client) or ".." in client:
+            raise InputError("--client", f"must be letters, digits, '.', '_' or '-' (it names files), got {client!r}")
+    out = Path(args.out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(args.out_dir, "exists and is not a folder", field="--out-dir")
+    if args.provider_yaml:
+        target = Path(args.provider_yaml)
+        if target.is_dir() or not target.parent.is_dir():
+            raise InputError(args.provider_yaml, "must be a file in an existing folder", field="--provider-yaml")
 
 
 def provider_object(name: str, url: str, bundle: str, timeout: int) -> dict[str, object]:
@@ -59,28 +147,34 @@ def provider_object(name: str, url: str, bundle: str, timeout: int) -> dict[str,
 
 
 def run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from generator.atomic import staged_folder, write_text
+    from provider.certs import ca_bundle, issue, make_ca, service_names
+
+    _check_names(args)
+    given_ca = _load_ca(args)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ca = _load_ca(args)
-    if ca is None:
-        ca = make_ca(days=args.days)
-        ca.write(out / "ca.crt", out / "ca.key")
-    else:
-        (out / "ca.crt").write_bytes(ca.cert_pem)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ca = given_ca or make_ca(days=args.days)
     names = service_names(args.service, args.namespace) + list(args.san)
-    try:
-        issue(ca, f"{args.service}.{args.namespace}.svc", names, days=args.days).write(out / "tls.crt", out / "tls.key")
+    bundle = ca_bundle(ca.cert_pem)
+    with staged_folder(out) as staging:
+        if given_ca is None:
+            ca.write(staging / "ca.crt", staging / "ca.key")
+        else:
+            (staging / "ca.crt").write_bytes(ca.cert_pem)
+        issue(ca, f"{args.service}.{args.namespace}.svc", names, days=args.days).write(
+            staging / "tls.crt", staging / "tls.key"
+        )
         for client in args.client:
             issue(ca, client, [], client=True, days=args.days).write(
-                out / f"client-{client}.crt", out / f"client-{client}.key"
+                staging / f"client-{client}.crt", staging / f"client-{client}.key"
             )
-    except ValueError as exc:
-        raise InputError("--ca-key", str(exc)) from exc
-    bundle = ca_bundle(ca.cert_pem)
-    (out / "ca-bundle.txt").write_text(bundle + "\n")
+        (staging / "ca-bundle.txt").write_text(bundle + "\n")
     if args.provider_yaml:
         url = f"https://{args.service}.{args.namespace}:8443/"
         doc = provider_object(args.provider_name, url, bundle, args.timeout)
-        Path(args.provider_yaml).write_text(yaml.safe_dump(doc, sort_keys=False))
+        write_text(args.provider_yaml, yaml.safe_dump(doc, sort_keys=False))
     print(bundle)
     return 0

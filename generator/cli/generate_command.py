@@ -3,36 +3,122 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
 
-from generator.catalog import load_catalog
-from generator.errors import InputError
+from generator.errors import EXIT_FAILED, InputError
 from generator.paths import PROJECT_ROOT
-from generator.profiles import PROFILES, UNIT_TEST_PROFILE, generated_profiles, get_profile
-from generator.render.tree import drift, render_tree, write_tree
-from generator.render.versions import LOCK, unbumped
+
+DIFF_LINES_PER_FILE = 60
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from generator.profiles import PROFILES
+
     parser = subparsers.add_parser(
         "generate",
         help="render the Rego, Gatekeeper bundles and docs from the rule catalog",
         description=(
             "Render policies/ (Rego modules, libs and unit tests of the default profile), "
-            "bundles/gatekeeper/<profile>/ and docs/policies/ from the rule catalog. With --check, write "
-            "nothing and exit 1 when a committed file differs from what the catalog generates."
+            "bundles/gatekeeper/<profile>/ and docs/policies/ from the rule catalog. Files there that it did not "
+            "generate are never deleted (it refuses instead). With --check, write nothing and exit 1 when a "
+            "committed file differs from what the catalog generates, naming the catalog file to edit and "
+            "showing the difference."
         ),
     )
     parser.add_argument(
         "--profile",
         action="append",
         metavar="P",
-        help=f"profile(s) to render bundles for (default: every generated one; known: {', '.join(PROFILES)})",
+        help=f"profile to render bundles for, repeatable (default: every generated one; known: {', '.join(PROFILES)})",
     )
-    parser.add_argument("--check", action="store_true", help="fail when the committed files drift from the catalog")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; fail when the committed files drift (default: write)"
+    )
     parser.set_defaults(run=run)
 
 
+def rule_sources() -> dict[str, list[str]]:
+    """Rule id -> the catalog files it is generated from (its rule module and its Rego template; libs are
+    named by their own generated files under policies/lib/)."""
+    from generator.catalog import rules as rules_package
+    from generator.catalog.model import Rule
+
+    sources: dict[str, list[str]] = {}
+    for info in pkgutil.iter_modules(rules_package.__path__):
+        module = importlib.import_module(f"{rules_package.__name__}.{info.name}")
+        module_file = Path(module.__file__ or "").resolve()
+        for value in vars(module).values():
+            if isinstance(value, Rule):
+                sources[value.id] = [_relative(module_file), f"generator/catalog/templates/{value.template}"]
+    return sources
+
+
+def _relative(path: Path) -> str:
+    try:
+        return path.relative_to(PROJECT_ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def catalog_files_for(rel: str, sources: dict[str, list[str]]) -> list[str]:
+    """The catalog files to edit so that the generated file `rel` changes."""
+    parts = rel.split("/")
+    if rel.startswith("policies/lib/trainer/"):
+        name = parts[-1].removesuffix(".rego")
+        if name.endswith("_test"):
+            return ["generator/catalog/lib_cases.py"]
+        return [f"generator/catalog/templates/lib/{name}.rego"]
+    for rule_id, files in sources.items():
+        if rule_id in parts or parts[-1] == f"{rule_id}.md":
+            return files
+    if rel.endswith("template_versions.json"):
+        return ["the `version` of the changed rule in generator/catalog/rules/"]
+    return ["generator/catalog/ (every rule contributes to this file)"]
+
+
+def _diff(rel: str, expected: str | None) -> list[str]:
+    path = PROJECT_ROOT / rel
+    try:
+        committed = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        committed = []
+    generated = (expected or "").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(committed, generated, f"a/{rel} (committed)", f"b/{rel} (generated)"))
+    if len(lines) > DIFF_LINES_PER_FILE:
+        lines = [*lines[:DIFF_LINES_PER_FILE], f"... {len(lines) - DIFF_LINES_PER_FILE} more diff lines\n"]
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
+
+
+def _report_drift(changed: list[str], files: dict[str, str]) -> None:
+    from generator.render.tree import is_generated
+
+    sources = rule_sources()
+    for rel in changed:
+        if rel not in files:
+            owner = "a stale generated file" if is_generated(PROJECT_ROOT / rel) else "NOT a generated file"
+            print(
+                f"out of date: {rel} is {owner}; `trainer-policy generate` removes only generated ones", file=sys.stderr
+            )
+        else:
+            edit = " and ".join(catalog_files_for(rel, sources))
+            print(
+                f"out of date: {rel}: generated from {edit}; edit those, not this file, then run "
+                "`trainer-policy generate`",
+                file=sys.stderr,
+            )
+        sys.stderr.writelines(_diff(rel, files.get(rel)))
+
+
 def run(args: argparse.Namespace) -> int:
+    from generator.catalog import load_catalog
+    from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
+    from generator.render.tree import drift, render_tree, write_tree
+    from generator.render.versions import LOCK, unbumped
+
     try:
         profiles = [get_profile(p) for p in args.profile] if args.profile else generated_profiles()
     except KeyError as exc:
@@ -41,13 +127,12 @@ def run(args: argparse.Namespace) -> int:
     problems = unbumped(PROJECT_ROOT / LOCK, list(load_catalog()), generated_profiles())
     if args.check:
         changed = drift(tree, PROJECT_ROOT)
-        for rel in changed:
-            print(f"out of date: {rel}")
+        _report_drift(changed, tree.files)
         for problem in problems:
-            print(problem)
+            print(problem, file=sys.stderr)
         if changed or problems:
-            print(f"{len(changed)} generated files are out of date: run `trainer-policy generate`")
-            return 1
+            print(f"{len(changed)} generated files are out of date: run `trainer-policy generate`", file=sys.stderr)
+            return EXIT_FAILED
         print(f"{len(tree.files)} generated files are up to date")
         return 0
     if problems:

@@ -1,44 +1,127 @@
-"""`trainer-policy`: one module per subcommand, each with `register(subparsers)` and `run(args)`."""
+"""`trainer-policy`: one module per subcommand, each with `register(subparsers)` and `run(args)`.
+
+Only the chosen subcommand's module is imported (the others get a stub parser for `--help`), so
+`review` never pays for bundle, generate or certs imports.
+
+Exit codes never lie: 0 success/allowed, 1 ONLY for a real denial (review) or a real verification
+or test failure (bundle verify, test, generate --check), 2 for everything else. `main()` is the one
+error boundary: input errors print one line naming the file and field; any other exception prints a
+one-line reason (a traceback only with `--debug`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from contextlib import suppress
+from types import ModuleType
 
-from generator.cli import (
-    bundle_command,
-    certs_command,
-    generate_command,
-    provider_command,
-    review_command,
-    test_command,
-)
-from generator.errors import EngineError, InputError
+from generator.errors import EXIT_ERROR, EngineError, InputError
 
-COMMANDS = [generate_command, review_command, test_command, bundle_command, provider_command, certs_command]
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": (
+        "generator.cli.generate_command",
+        "render the Rego, Gatekeeper bundles and docs from the rule catalog",
+    ),
+    "review": ("generator.cli.review_command", "evaluate one admission request the way Gatekeeper would"),
+    "test": ("generator.cli.test_command", "run the Rego unit tests and gator suites on the engine"),
+    "bundle": ("generator.cli.bundle_command", "build, sign and verify OPA bundles of the policies"),
+    "provider": ("generator.cli.provider_command", "run the external data provider (JobSet state for Gatekeeper)"),
+    "certs": ("generator.cli.certs_command", "make the provider's CA, serving certificate and the Provider caBundle"),
+}
+"""name -> (module, one-line help shown by `trainer-policy --help`)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name][0])
+
+
+def selected_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is one), if any."""
+    for word in argv:
+        if word in COMMANDS:
+            return word
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The full parser; with `lazy`, every subcommand but `only` is a stub (its module is not imported)."""
     parser = argparse.ArgumentParser(
         prog="trainer-policy",
         description="Kubeflow Trainer admission policies for OPA Gatekeeper: generate, test, review, bundle.",
+        epilog="Exit codes: 0 success or allowed; 1 denied (review) or a check failed (test, bundle verify, "
+        "generate --check); 2 any input or internal error, with one line on stderr.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="print a traceback for internal errors (default: one line only)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(subparsers)
+    for name, (_module, help_text) in COMMANDS.items():
+        if not lazy or name == only:
+            command_module(name).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _report(prog: str, message: str) -> None:
+    with suppress(OSError, ValueError):  # stderr itself is gone: nothing left to tell
+        print(f"{prog}: {_one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    with suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, OSError):  # a file or socket the command needed: name it
+        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
+        return f"{target}: {exc.strerror or exc}" if target else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, RecursionError):
+        return "input nested too deeply to process"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(selected_command(argv), lazy=True)
     try:
-        return int(args.run(args))
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help exits 0, a usage error exits 2
+        return 0 if exc.code in (0, None) else EXIT_ERROR
+    prog = f"trainer-policy {args.command}"
+    try:
+        status = int(args.run(args))
+        sys.stdout.flush()
+        return status
     except (InputError, EngineError) as exc:
-        print(f"trainer-policy {args.command}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        _report(prog, str(exc))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        _report(prog, "stdout was closed before all output was written")
+    except Exception as exc:  # anything else: one line (a traceback only with --debug), never exit 1
+        if args.debug:
+            traceback.print_exc()
+        _report(prog, _describe(exc) + ("" if args.debug else " (`trainer-policy --debug ...` shows a traceback)"))
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

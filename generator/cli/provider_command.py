@@ -19,6 +19,8 @@ from provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
 from provider.sources import JobSetSource, StaticJobSetSource
 from provider.tls import TLSFiles
 
+MAX_PORT = 65535
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -36,47 +38,126 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "account by default, or --kubeconfig) or, offline, from --objects files. Logs are JSON lines on stderr."
         ),
     )
-    serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT for HTTPS (default %(default)s)")
-    serve.add_argument("--health-port", type=int, help="also serve /healthz, /readyz, /metrics over plain HTTP here")
-    serve.add_argument("--tls-cert", required=True, help="serving certificate (PEM); reloaded when it changes")
-    serve.add_argument("--tls-key", required=True, help="key of --tls-cert (PEM); reloaded when it changes")
-    serve.add_argument("--client-ca", help="require client certificates signed by this CA (mTLS; Gatekeeper's CA)")
+    serve.add_argument(
+        "--listen", default="0.0.0.0:8443", metavar="HOST:PORT", help="address for HTTPS (default %(default)s)"
+    )
+    serve.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="also serve /healthz, /readyz, /metrics over plain HTTP on this port (default: off)",
+    )
+    serve.add_argument(
+        "--tls-cert", required=True, metavar="FILE", help="serving certificate (PEM); reloaded when it changes"
+    )
+    serve.add_argument(
+        "--tls-key", required=True, metavar="FILE", help="key of --tls-cert (PEM); reloaded when it changes"
+    )
+    serve.add_argument(
+        "--client-ca",
+        metavar="FILE",
+        help="require client certificates signed by this PEM CA (mTLS; Gatekeeper's CA) (default: no mTLS)",
+    )
     source = serve.add_mutually_exclusive_group()
     source.add_argument(
-        "--objects", nargs="+", action="extend", metavar="FILE", help="static JobSets from YAML/JSON files (offline)"
+        "--objects",
+        nargs="+",
+        action="extend",
+        metavar="FILE",
+        help="static JobSets from YAML/JSON files, offline (default: list+watch the Kubernetes API)",
     )
-    source.add_argument("--kubeconfig", help="reach the API with this kubeconfig instead of the service account")
+    source.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="reach the API with this kubeconfig (default: the in-cluster service account)",
+    )
     serve.add_argument("--context", help="kubeconfig context (default: current-context)")
     serve.add_argument("--namespace", help="watch JobSets in this namespace only (default: all namespaces)")
-    serve.add_argument("--max-keys", type=int, default=MAX_KEYS, help="keys per request (default %(default)s)")
     serve.add_argument(
-        "--max-body-bytes", type=int, default=MAX_BODY_BYTES, help="request body cap (default %(default)s)"
+        "--max-keys", type=int, default=MAX_KEYS, help="keys per ProviderRequest, at least 1 (default %(default)s)"
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=MAX_BODY_BYTES,
+        help="request body cap in bytes, at least 1 (default %(default)s)",
     )
     serve.add_argument(
         "--request-timeout",
         type=float,
         default=DEFAULT_REQUEST_TIMEOUT,
-        help="seconds per request, keep below the Provider's spec.timeout (default %(default)s)",
+        help="seconds per request, > 0, keep below the Provider's spec.timeout (default %(default)s)",
     )
-    serve.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, help="(default %(default)s)")
-    serve.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_SECONDS, help="(default %(default)s)")
-    serve.add_argument("--watch-timeout", type=int, default=300, help="seconds per watch stream (default 300)")
-    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help="open connections at most, at least 1 (default %(default)s)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_TIMEOUT_SECONDS,
+        help="seconds an idle keep-alive connection is kept, > 0 (default %(default)s)",
+    )
+    serve.add_argument(
+        "--watch-timeout", type=int, default=300, help="seconds per watch stream, at least 1 (default %(default)s)"
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="least severe JSON log line written to stderr (default %(default)s)",
+    )
     serve.set_defaults(run=run)
 
 
 def _split_listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise InputError("--listen", f"want HOST:PORT, got {value!r}")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+        raise InputError("--listen", f"want HOST:PORT with a port from 1 to {MAX_PORT}, got {value!r}")
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Every limit, port and TLS file is checked before anything starts."""
+    if args.health_port is not None and not 1 <= args.health_port <= MAX_PORT:
+        raise InputError("--health-port", f"must be 1 to {MAX_PORT}, got {args.health_port}")
+    for flag in ("max_keys", "max_body_bytes", "max_connections", "watch_timeout"):
+        if getattr(args, flag) < 1:
+            raise InputError(f"--{flag.replace('_', '-')}", f"must be at least 1, got {getattr(args, flag)}")
+    for flag in ("request_timeout", "idle_timeout"):
+        value = getattr(args, flag)
+        if not 0 < value < float("inf"):
+            raise InputError(f"--{flag.replace('_', '-')}", f"must be a positive number of seconds, got {value}")
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        problem = f"--tls-cert and --tls-key {args.tls_key} are not a matching PEM pair: {' '.join(str(exc).split())}"
+        raise InputError(args.tls_cert, problem) from exc
+    if args.client_ca:
+        try:
+            context.load_verify_locations(cafile=args.client_ca)
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            raise InputError(
+                args.client_ca, f"--client-ca is not a PEM CA bundle: {' '.join(str(exc).split())}"
+            ) from exc
 
 
 def _credentials(args: argparse.Namespace) -> KubeCredentials:
     try:
         return from_kubeconfig(args.kubeconfig, args.context) if args.kubeconfig else in_cluster()
     except KubeAuthError as exc:
-        raise InputError("--kubeconfig" if args.kubeconfig else "in-cluster", str(exc)) from exc
+        raise InputError(
+            args.kubeconfig or "in-cluster", str(exc), field="--kubeconfig" if args.kubeconfig else None
+        ) from exc
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a kubeconfig of the wrong shape
+        raise InputError(
+            args.kubeconfig, f"not a usable kubeconfig: {type(exc).__name__}: {exc}", field="--kubeconfig"
+        ) from exc
 
 
 def build_source(args: argparse.Namespace, metrics: ProviderMetrics, logger: JsonLogger) -> JobSetSource:
@@ -87,9 +168,10 @@ def build_source(args: argparse.Namespace, metrics: ProviderMetrics, logger: Jso
 
 
 def run(args: argparse.Namespace) -> int:
+    host, port = _split_listen(args.listen)
+    check_flags(args)
     logger = JsonLogger(min_level=args.log_level)
     metrics = ProviderMetrics()
-    host, port = _split_listen(args.listen)
     config = ServeConfig(
         tls=TLSFiles(args.tls_cert, args.tls_key, args.client_ca),
         host=host,

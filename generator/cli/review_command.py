@@ -6,19 +6,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from generator.errors import InputError
-from generator.gatekeeper.documents import read_documents, read_single
-from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider, ProviderClient
-from generator.gatekeeper.policy_set import PolicySet, load_policy_set, with_parameters
-from generator.gatekeeper.review import audit_request, request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from generator.paths import DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
-from provider.handler import ProviderHandler
-from provider.sources import StaticJobSetSource
+from generator.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
+from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
-EXIT_ALLOWED, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+if TYPE_CHECKING:
+    from generator.gatekeeper.documents import Document
+    from generator.gatekeeper.external_data import ProviderClient
+    from generator.gatekeeper.policy_set import PolicySet
+    from generator.gatekeeper.runner import ReviewResult
+
+EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
+STDIN = "-"
 DEFAULT_VARIANT = "synced-jobsets"
 DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
 
@@ -29,31 +29,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="evaluate one admission request the way Gatekeeper would",
         description=(
             "Evaluate an admission.k8s.io/v1 AdmissionReview (or a bare object, taken as CREATE) against the "
-            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error."
+            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error (one line on "
+            "stderr), also when no constraint at all was loaded."
         ),
     )
-    parser.add_argument("review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object")
+    parser.add_argument(
+        "review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object (YAML or JSON); - reads stdin"
+    )
     parser.add_argument(
         "--objects",
         nargs="+",
         action="extend",
         default=[],
         metavar="FILE",
-        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process provider",
+        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process "
+        "provider (default: none)",
     )
-    parser.add_argument("--provider-url", help="call a running external data provider at this https:// URL instead")
-    parser.add_argument("--ca-file", help="CA bundle that signed the provider's serving certificate")
-    parser.add_argument("--client-cert", help="client certificate for a provider that requires mTLS")
-    parser.add_argument("--client-key", help="key of --client-cert")
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, help="Trainer version profile (default %(default)s)")
+    parser.add_argument(
+        "--provider-url",
+        metavar="URL",
+        help="call a running external data provider at this https:// URL instead of the in-process one, with "
+        "the Provider's spec.timeout (seconds) as the deadline of each whole call (default: in-process)",
+    )
+    parser.add_argument(
+        "--ca-file",
+        metavar="FILE",
+        help="PEM CA bundle that signed the provider's serving certificate "
+        "(default: none; required with --provider-url)",
+    )
+    parser.add_argument(
+        "--client-cert", metavar="FILE", help="PEM client certificate for a provider that requires mTLS (default: none)"
+    )
+    parser.add_argument("--client-key", metavar="FILE", help="PEM key of --client-cert (default: none)")
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help="Trainer version profile: uses what `kubectl apply -k bundles/gatekeeper/<profile>` installs "
+        "(default %(default)s)",
+    )
     parser.add_argument(
         "--constraints",
         nargs="+",
         action="extend",
-        metavar="DIR",
-        help="templates, constraints and Provider objects to use (default: bundles/gatekeeper/<profile>)",
+        metavar="PATH",
+        help="files or folders of templates, constraints and Provider objects to use instead of the profile's "
+        "(default: the profile's bundle)",
     )
-    parser.add_argument("--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}}")
+    parser.add_argument(
+        "--parameters", metavar="FILE", help="YAML {<constraint name>: {<parameter>: value}} (default: none)"
+    )
     parser.add_argument(
         "--variant",
         choices=(DEFAULT_VARIANT, EXTERNAL_DATA_VARIANT),
@@ -66,55 +90,132 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--audit",
         action="store_true",
-        help='evaluate the object as Gatekeeper\'s audit does (operation "", oldObject null, no userInfo)',
+        help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo; default: off)",
     )
-    parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("json", "text"), default="text", help="report format (default %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
+def known_profiles() -> list[str]:
+    folder = BUNDLES_DIR / "gatekeeper"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def profile_files(profile: str, variant: str = DEFAULT_VARIANT) -> list[Path]:
+    """What `kubectl apply -k` installs for the profile (or its external-data variant): the files its
+    kustomizations list, not the samples and suites next to them, which hold no policy objects."""
+    known = known_profiles()
+    if profile not in known:
+        raise InputError("--profile", f"unknown profile {profile!r} (known: {', '.join(known) or 'none'})")
+    folder = gatekeeper_bundle_dir(profile)
+    return kustomization_files(folder / EXTERNAL_DATA_VARIANT if variant == EXTERNAL_DATA_VARIANT else folder)
+
+
+def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
+    """The resource files of `folder`'s kustomization.yaml, following folder resources; the folder
+    itself when it has none."""
+    kustomization = folder / "kustomization.yaml"
+    if not kustomization.is_file():
+        return [folder]
+    if depth > 8:
+        raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
+    from generator.gatekeeper.documents import read_single
+
+    resources = read_single(kustomization).body.get("resources")
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise InputError(str(kustomization), "must be a list of file or folder names", field="resources")
+    files: list[Path] = []
+    for resource in resources:
+        path = folder / resource
+        files += kustomization_files(path, depth + 1) if path.is_dir() else [path]
+    return files
+
+
+def _read_review(path: str) -> Document:
+    from generator.gatekeeper.documents import parse_documents, read_single
+
+    if path != STDIN:
+        return read_single(path)
+    try:
+        text = sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise InputError("<stdin>", "not UTF-8 text") from exc
+    documents = parse_documents(text, "<stdin>")
+    if len(documents) != 1:
+        raise InputError("<stdin>", f"expected exactly one document, found {len(documents)}")
+    return documents[0]
+
+
 def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> ProviderClient:
-    """The provider that answers every external_data call: a running one, or the provider's own
-    handler over --objects. Its timeout is the Provider object's when the constraints carry one."""
+    """The provider that answers every external_data call: a running one (flags already checked by
+    _check_provider_flags), or the provider's own handler over --objects. Its deadline is the Provider
+    object's spec.timeout when the constraints carry one."""
+    from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider
+
     if args.provider_url:
-        if not args.ca_file:
-            raise InputError("--ca-file", "required with --provider-url")
-        if bool(args.client_cert) != bool(args.client_key):
-            raise InputError("--client-cert", "--client-cert and --client-key go together")
         cert = (args.client_cert, args.client_key) if args.client_cert else None
         timeouts = [p.timeout_seconds for p in policy_set.providers.values()]
         timeout = min(timeouts) if timeouts else DEFAULT_PROVIDER_TIMEOUT_SECONDS
         return HttpsProvider(args.provider_url, args.ca_file, timeout=timeout, client_cert=cert)
+    from provider.handler import ProviderHandler
+    from provider.sources import StaticJobSetSource
+
     return InProcessProvider(ProviderHandler(StaticJobSetSource(objects)).handle)
 
 
-def _load_parameters(path: str) -> dict[str, Any]:
-    doc = read_single(path)
-    return doc.body
+def _check_provider_flags(args: argparse.Namespace) -> None:
+    """--provider-url and its TLS files are checked before anything is evaluated."""
+    if args.provider_url is None:
+        for flag in ("ca_file", "client_cert", "client_key"):
+            if getattr(args, flag):
+                raise InputError(f"--{flag.replace('_', '-')}", "only used with --provider-url")
+        return
+    if not args.ca_file:
+        raise InputError("--ca-file", "required with --provider-url")
+    if bool(args.client_cert) != bool(args.client_key):
+        raise InputError("--client-cert", "--client-cert and --client-key go together")
+    from generator.gatekeeper.https_client import split_url, tls_client_context
 
-
-def _default_constraints(args: argparse.Namespace) -> Path:
-    """What `kubectl apply -k` installs for the profile: the default bundle or its external-data variant."""
-    bundle = Path(gatekeeper_bundle_dir(args.profile))
-    return bundle / EXTERNAL_DATA_VARIANT if args.variant == EXTERNAL_DATA_VARIANT else bundle
+    try:
+        split_url(args.provider_url)
+    except InputError as exc:
+        raise InputError("--provider-url", f"{exc.message}, got {args.provider_url!r}") from exc
+    tls_client_context(args.ca_file, (args.client_cert, args.client_key) if args.client_cert else None)
 
 
 def run(args: argparse.Namespace) -> int:
-    constraint_dirs = args.constraints or [_default_constraints(args)]
-    for directory in constraint_dirs:
-        if not Path(directory).exists():
-            raise InputError(str(directory), "no such constraints folder (unknown --profile?)")
-    request = request_from_document(read_single(args.review))
+    from generator.gatekeeper.documents import read_documents, read_single
+    from generator.gatekeeper.policy_set import load_policy_set, with_parameters
+    from generator.gatekeeper.review import audit_request, request_from_document
+    from generator.gatekeeper.runner import GatekeeperRunner
+
+    sources: list[str | Path] = (
+        list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))
+    )
+    for source in sources:
+        if not Path(source).exists():
+            raise InputError(str(source), "no such file or folder")
+    _check_provider_flags(args)
+    request = request_from_document(_read_review(args.review))
     if args.audit:
         if request.object is None:
             raise InputError(args.review, "audit needs an object", field="object")
         request = audit_request(request.object)
-
     objects = [doc.body for path in args.objects for doc in read_documents(path)]
-    policy_set = load_policy_set(constraint_dirs)
+    policy_set = load_policy_set(sources)
     if args.parameters:
-        policy_set = with_parameters(policy_set, _load_parameters(args.parameters), args.parameters)
+        policy_set = with_parameters(policy_set, read_single(args.parameters).body, args.parameters)
     with GatekeeperRunner(policy_set, objects=objects) as runner:
         runner.external_data.fallback = _provider(args, policy_set, objects)
+        if not policy_set.constraints:  # after the templates compiled: their errors say more
+            where = ", ".join(map(str, sources))
+            raise InputError(
+                where,
+                "no Constraint found, so nothing would be enforced (want ConstraintTemplates "
+                "and their Constraints; see --constraints and --profile)",
+            )
         result = runner.review(request)
     if args.output == "json":
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))

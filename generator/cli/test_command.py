@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from generator.errors import InputError
+from generator.errors import EXIT_FAILED, InputError
 from generator.paths import BUNDLES_DIR, POLICIES_DIR
-from generator.testing.outcome import Coverage, TestOutcome
-from generator.testing.rego_tests import run_rego_tests
-from generator.testing.suites import find_suites, run_suite
+
+if TYPE_CHECKING:
+    from generator.testing.outcome import Coverage
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,35 +24,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders to test (default: policies bundles)")
-    parser.add_argument("--coverage", action="store_true", help="report line coverage of the non-test Rego modules")
     parser.add_argument(
-        "--threshold", type=float, default=None, metavar="PCT", help="with --coverage: fail below this percentage"
+        "--coverage", action="store_true", help="report line coverage of the non-test Rego modules (default: off)"
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="print failures only")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="fail when line coverage is below this percentage, 0 to 100; implies --coverage (default: none)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print failures only (default: every test)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from generator.testing.outcome import Coverage, TestOutcome
+    from generator.testing.rego_tests import run_rego_tests
+    from generator.testing.suites import find_suites, run_suite
+
     paths = [Path(p) for p in args.paths] or [p for p in (POLICIES_DIR, BUNDLES_DIR) if p.is_dir()]
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")
+    if args.threshold is not None and not 0 <= args.threshold <= 100:
+        raise InputError("--threshold", f"must be a percentage from 0 to 100, got {args.threshold}")
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
     for path in paths:
         outcomes += run_rego_tests(path, coverage)
         for suite in find_suites(path):
             outcomes += run_suite(suite)
+    if not outcomes:
+        where = ", ".join(map(str, paths)) or "policies/, bundles/"
+        raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
     for outcome in outcomes:
         if not outcome.passed:
             print(f"FAIL {outcome.name}: {outcome.detail}")
         elif not args.quiet:
             print(f"PASS {outcome.name}")
-    status = 0 if all(o.passed for o in outcomes) else 1
+    failed = sum(not o.passed for o in outcomes)
+    status = EXIT_FAILED if failed else 0
     if coverage is not None:
         status = max(status, _report_coverage(coverage, args.threshold))
-    passed = sum(o.passed for o in outcomes)
-    print(f"{passed} passed, {len(outcomes) - passed} failed")
+    print(f"{len(outcomes) - failed} passed, {failed} failed")
+    if failed:
+        print(f"trainer-policy test: {failed} of {len(outcomes)} tests failed", file=sys.stderr)
     return status
 
 
@@ -62,5 +81,6 @@ def _report_coverage(coverage: Coverage, threshold: float | None) -> int:
     print(f"coverage total: {coverage.percent:.1f}%")
     if threshold is not None and coverage.percent < threshold:
         print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%")
-        return 1
+        print(f"trainer-policy test: coverage {coverage.percent:.1f}% is below {threshold:.1f}%", file=sys.stderr)
+        return EXIT_FAILED
     return 0

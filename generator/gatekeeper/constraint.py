@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from generator.errors import InputError
+from generator.gatekeeper import schema_check
 from generator.gatekeeper.documents import Document, dig
 from generator.gatekeeper.template import ConstraintTemplate
 
@@ -63,6 +62,10 @@ def validate_parameters(constraint: Constraint, template: ConstraintTemplate) ->
     """Gatekeeper rejects a Constraint whose spec.parameters violate the template's schema."""
     if template.parameters_schema is None:
         return
+    if schema_check.is_valid(template.parameters_schema, constraint.parameters):
+        return  # the common case, decided without importing jsonschema (CLI start-up)
+    import jsonschema  # the authority, and the wording of the error
+
     validator = jsonschema.Draft7Validator(template.parameters_schema)
     errors = sorted(validator.iter_errors(constraint.parameters), key=lambda e: list(e.absolute_path))
     if errors:

@@ -12,6 +12,11 @@ import yaml
 
 from generator.errors import InputError
 
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (several times faster), else the pure-Python one."""
+MAX_NESTING = 512
+"""Deepest nesting of mappings and sequences read; no Kubernetes object comes near it."""
+
 
 @dataclass(frozen=True)
 class Document:
@@ -29,8 +34,15 @@ def read_documents(path: str | Path) -> list[Document]:
         raise InputError(str(path), exc.strerror or str(exc)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(str(path), "not UTF-8 text") from exc
+    return parse_documents(text, str(path))
+
+
+def parse_documents(text: str, path: str) -> list[Document]:
+    """`read_documents` of text already read (e.g. from stdin); `path` names it in errors."""
     try:
-        raw = [d for d in yaml.safe_load_all(text) if d is not None]
+        raw = _load_all(text)
+    except RecursionError as exc:
+        raise InputError(str(path), f"nested too deeply to parse (at most {MAX_NESTING} levels)") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -41,8 +53,37 @@ def read_documents(path: str | Path) -> list[Document]:
         source = str(path) if len(raw) == 1 else f"{path}#{index}"
         if not isinstance(body, dict):
             raise InputError(source, f"expected a mapping (a Kubernetes object), got {type(body).__name__}")
-        documents.extend(_flatten(source, as_kubernetes_json(body, source)))
+        try:
+            body = as_kubernetes_json(body, source)
+        except RecursionError as exc:
+            raise InputError(source, f"nested too deeply to parse (at most {MAX_NESTING} levels)") from exc
+        documents.extend(_flatten(source, body))
     return documents
+
+
+def _check_nesting(text: str) -> None:
+    """libyaml's composer recurses in C: about 50,000 levels crash the process (SIGSEGV), so depth is
+    counted first on its event stream, which is not recursive."""
+    depth = 0
+    for event in yaml.parse(text, Loader=SAFE_LOADER):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise RecursionError(f"more than {MAX_NESTING} nested levels")
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            depth -= 1
+
+
+def _load_all(text: str) -> list[Any]:
+    if SAFE_LOADER is yaml.SafeLoader:  # the pure loader raises RecursionError by itself
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
+    try:
+        _check_nesting(text)
+        return [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
+    except yaml.YAMLError:
+        pass
+    # libyaml's error positions differ (e.g. a line past the end): the pure loader says where, exactly.
+    return [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
 
 
 INT64 = range(-(2**63), 2**63)
@@ -79,7 +120,8 @@ def _join(field: str, key: str) -> str:
 
 
 def _flatten(source: str, body: dict[str, Any]) -> Iterator[Document]:
-    if body.get("kind") == "List" or (body.get("kind", "").endswith("List") and "items" in body):
+    kind = body.get("kind")
+    if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in body):
         items = body.get("items")
         if not isinstance(items, list):
             raise InputError(source, "must be a list", field="items")

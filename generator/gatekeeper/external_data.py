@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import requests
+from generator.errors import InputError
 
 PROVIDER_API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
 DEFAULT_CACHE_TTL_SECONDS = 180.0
@@ -73,7 +73,13 @@ class InProcessProvider:
 
 
 class HttpsProvider:
-    """POSTs a ProviderRequest over HTTPS as Gatekeeper does (TLS verified against a CA, optional mTLS)."""
+    """POSTs a ProviderRequest over HTTPS as Gatekeeper does: TLS 1.3 verified against a CA, optional
+    mTLS, and ONE deadline (the Provider's `spec.timeout`) for the whole call: connect, handshake,
+    request and every byte of the answer, as Go's `http.Client{Timeout: ...}` applies it. A per-read
+    timeout would let a provider that trickles one byte at a time hold the review forever.
+
+    Bad TLS files (CA, client certificate or key) or a non-https URL raise InputError here, naming
+    the file or URL, not at the first lookup."""
 
     def __init__(
         self,
@@ -81,26 +87,30 @@ class HttpsProvider:
         ca_file: str,
         timeout: float = 3.0,
         client_cert: tuple[str, str] | None = None,
+        max_response_bytes: int = 16 * 1024 * 1024,
     ):
-        if not url.startswith("https://"):
-            raise ValueError(f"provider URL must be https://, got {url!r}")
+        from generator.gatekeeper import https_client  # ssl and http.client only when a provider is called
+
         self.url = url
-        self._session = requests.Session()
-        self._session.trust_env = False
-        self._session.verify = ca_file
-        self._session.cert = client_cert
-        self._timeout = timeout
+        self._client = https_client.DeadlineClient(url, https_client.tls_client_context(ca_file, client_cert))
+        if not timeout > 0:
+            raise InputError(url, f"timeout must be a positive number of seconds, got {timeout}")
+        self._timeout = float(timeout)
+        self._max_response_bytes = max_response_bytes
 
     def fetch(self, keys: list[str]) -> ProviderAnswer:
+        from generator.gatekeeper.https_client import CallFailed
+
+        body = json.dumps(provider_request(keys)).encode()
         try:
-            response = self._session.post(self.url, json=provider_request(keys), timeout=self._timeout)
-        except requests.RequestException as exc:
-            return ProviderAnswer(500, system_error=f"failed to send external data request: {exc}")
+            status, payload = self._client.post_json(body, self._timeout, self._max_response_bytes)
+        except CallFailed as exc:
+            return ProviderAnswer(500, system_error=f'failed to send external data request: Post "{self.url}": {exc}')
         try:
-            body = response.json()
-        except ValueError:
-            return ProviderAnswer(response.status_code, system_error="provider response is not JSON")
-        return answer_from_response(response.status_code, body)
+            parsed = json.loads(payload)
+        except (ValueError, RecursionError):
+            return ProviderAnswer(status, system_error="provider response is not JSON")
+        return answer_from_response(status, parsed)
 
 
 @dataclass

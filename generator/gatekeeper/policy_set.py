@@ -15,6 +15,8 @@ from generator.gatekeeper.template import ConstraintTemplate, is_template, parse
 
 PROVIDER_API_VERSIONS = ("externaldata.gatekeeper.sh/v1beta1", "externaldata.gatekeeper.sh/v1alpha1")
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3
+"""Used when a Provider has no spec.timeout (the CRD's field is an integer number of seconds)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,11 @@ def _provider(doc: Document) -> ProviderObject:
         raise InputError(doc.source, "required", field="metadata.name")
     if not isinstance(url, str) or not url.startswith("https://"):
         raise InputError(doc.source, "must be an https:// URL", field="spec.url")
-    timeout = dig(doc.body, "spec", "timeout") or 3
+    timeout = dig(doc.body, "spec", "timeout")
+    if timeout is None:
+        timeout = DEFAULT_PROVIDER_TIMEOUT_SECONDS
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise InputError(doc.source, f"must be a whole number of seconds >= 1, got {timeout!r}", field="spec.timeout")
     return ProviderObject(name, url, float(timeout), str(dig(doc.body, "spec", "caBundle") or ""))
 
 

@@ -176,7 +176,7 @@ def test_tampered_file_fails_with_digest_mismatch(built, tmp_path):
     write_archive(tmp_path / "t.tar.gz", files)
     (tmp_path / "pub.pem").write_bytes(public)
     proc = cli("bundle", "verify", str(tmp_path / "t.tar.gz"), "--verification-key", str(tmp_path / "pub.pem"))
-    assert proc.returncode == 1 and "digest mismatch" in proc.stdout
+    assert proc.returncode == 1 and "digest mismatch" in proc.stderr and "digest mismatch" not in proc.stdout
 
 
 def test_unsigned_extra_or_missing_files_and_wrong_keys_fail(built, tmp_path):

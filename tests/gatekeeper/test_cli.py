@@ -123,7 +123,7 @@ def test_missing_files_and_bad_parameters_exit_2(tmp_path):
     assert proc.returncode == 2
     assert "params.yaml: spec.parameters.label: ['not', 'a', 'string'] is not of type 'string'" in proc.stderr
     proc = cli("review", write_yaml(tmp_path / "r.yaml", trainjob()), "--profile", "v9.9")
-    assert proc.returncode == 2 and "no such constraints folder" in proc.stderr
+    assert proc.returncode == 2 and "--profile: unknown profile 'v9.9' (known: v2.0" in proc.stderr
 
 
 def test_engine_error_in_a_template_exits_2_naming_it(tmp_path):

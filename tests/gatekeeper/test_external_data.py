@@ -12,6 +12,7 @@ from generator.gatekeeper.external_data import (
 )
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.gatekeeper.runner import GatekeeperRunner
+from provider.certs import make_ca
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 from tests.gatekeeper.helpers import FIXTURES, request, trainjob
@@ -120,7 +121,7 @@ def test_unknown_provider_is_a_system_error_with_null_lists():
 
 def test_unreachable_provider_is_a_system_error(tmp_path, echo_runner):
     ca = tmp_path / "ca.pem"
-    ca.write_text("")
+    ca.write_bytes(make_ca().cert_pem)  # a real CA: bad TLS files are refused up front, not at the lookup
     # Nothing listens on port 9 of the loopback: a real connection failure.
     echo_runner.external_data.providers = {"jobset-state": HttpsProvider("https://127.0.0.1:9/", str(ca), timeout=2)}
     response = echo(echo_runner, ["team-a/job1"])

@@ -14,6 +14,7 @@ from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
 from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from generator.paths import EXTERNAL_DATA_VARIANT
+from provider.certs import make_ca
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
 from tests.admission import admission_review
@@ -225,7 +226,7 @@ def test_external_data_variant_asks_the_provider(tmp_path):
 
 def test_provider_down_is_an_internal_violation(tmp_path):
     ca = tmp_path / "ca.pem"
-    ca.write_text("not used: the connection is refused first\n")
+    ca.write_bytes(make_ca().cert_pem)  # a real CA (bad TLS files are refused up front); the connection is refused
     update = admission_review("UPDATE", trainjob(overrides=GATED), trainjob())
     result = review_cli(
         tmp_path,

@@ -1,0 +1,102 @@
+"""`trainer-policy review` of one sample as a whole process, against `python -c pass` in the same run.
+
+Target (design.md, issue 13): one review < 0.35 s. Users run review in CI loops over many manifests,
+so the fixed cost of a process (interpreter, imports, loading the profile's constraints, compiling
+its templates) is what they pay. The processes are run in interleaved rounds so that every command
+sees the same machine load; the ratio to a bare interpreter is reported per round.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import percentile, write_result
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
+REVIEW = SAMPLES / "gate-change-while-jobset-active.yaml"
+INVENTORY = SAMPLES / "gate-change-while-jobset-active-inventory.yaml"
+TARGET_SECONDS = 0.35
+ROUNDS = 7
+RUNS_PER_ROUND = 3
+
+
+def _trainer_policy() -> list[str]:
+    script = Path(sys.executable).parent / "trainer-policy"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "generator.cli.main"]
+
+
+COMMANDS: dict[str, tuple[list[str], int]] = {
+    "python_pass": ([sys.executable, "-c", "pass"], 0),
+    "help": ([*_trainer_policy(), "--help"], 0),
+    "review_denied": ([*_trainer_policy(), "review", str(REVIEW), "--objects", str(INVENTORY)], 1),
+    "review_allowed_json": ([*_trainer_policy(), "review", str(REVIEW), "-o", "json"], 0),
+}
+"""name -> (argv, expected exit code): a run with another exit code is a failed benchmark, not a figure."""
+
+
+def _run_once(argv: list[str], expected: int) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, cwd=PROJECT_ROOT, timeout=120)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != expected:
+        raise RuntimeError(f"{argv} exited {proc.returncode}, expected {expected}: {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def measure() -> dict[str, object]:
+    for argv, expected in COMMANDS.values():  # warm the page cache and .pyc files
+        _run_once(argv, expected)
+    samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    ratios: dict[str, list[float]] = {name: [] for name in COMMANDS if name != "python_pass"}
+    for _ in range(ROUNDS):
+        round_medians = {}
+        for name, (argv, expected) in COMMANDS.items():
+            runs = [_run_once(argv, expected) for _ in range(RUNS_PER_ROUND)]
+            samples[name] += runs
+            round_medians[name] = statistics.median(runs)
+        for name in ratios:
+            ratios[name].append(round_medians[name] / round_medians["python_pass"])
+    result: dict[str, object] = {
+        name: {
+            "runs": len(values),
+            "median_s": statistics.median(values),
+            "min_s": min(values),
+            "p90_s": percentile(values, 90),
+            "max_s": max(values),
+        }
+        for name, values in samples.items()
+    }
+    result["ratio_to_python_pass"] = {
+        name: {"min": min(values), "median": statistics.median(values), "max": max(values)}
+        for name, values in ratios.items()
+    }
+    review_median = statistics.median(samples["review_denied"])
+    result["target"] = {
+        "what": "one `trainer-policy review` of a sample as a whole process",
+        "seconds": TARGET_SECONDS,
+        "median_s": review_median,
+        "met": review_median < TARGET_SECONDS,
+    }
+    return result
+
+
+def main() -> None:
+    result = measure()
+    path = write_result("cli_startup", result)
+    review = result["review_denied"]
+    ratio = result["ratio_to_python_pass"]["review_denied"]  # type: ignore[index]
+    python = result["python_pass"]
+    print(
+        f"review as a process: median {review['median_s']:.3f} s (min {review['min_s']:.3f} s), "  # type: ignore[index]
+        f"python -c pass {python['median_s']:.3f} s, ratio median {ratio['median']:.1f}x; "  # type: ignore[index]
+        f"target < {TARGET_SECONDS} s met: {result['target']['met']} -> {path}"  # type: ignore[index]
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -229,7 +229,10 @@ def check(result: Result, command: str, out: Path) -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path) -> Path:
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Also the working directory: a random relative output path (e.g. `certs --provider-yaml <word>`) must land
+    here, never in the checkout."""
+    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 

@@ -133,8 +133,15 @@ def _check_names(args: argparse.Namespace) -> None:
         raise InputError(args.out_dir, "exists and is not a folder", field="--out-dir")
     if args.provider_yaml:
         target = Path(args.provider_yaml)
-        if target.is_dir() or not target.parent.is_dir():
-            raise InputError(args.provider_yaml, "must be a file in an existing folder", field="--provider-yaml")
+        if target.is_dir() or not (target.parent.is_dir() or _in_out_dir(target, out)):
+            raise InputError(
+                args.provider_yaml, "must be a file in an existing folder or in --out-dir", field="--provider-yaml"
+            )
+
+
+def _in_out_dir(path: Path, out: Path) -> bool:
+    """`--provider-yaml <out-dir>/provider.yaml` (deploy/README.md): written with the rest of the folder."""
+    return path.parent.resolve() == out.resolve()
 
 
 def provider_object(name: str, url: str, bundle: str, timeout: int) -> dict[str, object]:
@@ -146,9 +153,14 @@ def provider_object(name: str, url: str, bundle: str, timeout: int) -> dict[str,
     }
 
 
-def run(args: argparse.Namespace) -> int:
+def _provider_yaml(args: argparse.Namespace, bundle: str) -> str:
     import yaml
 
+    url = f"https://{args.service}.{args.namespace}:8443/"
+    return yaml.safe_dump(provider_object(args.provider_name, url, bundle, args.timeout), sort_keys=False)
+
+
+def run(args: argparse.Namespace) -> int:
     from generator.atomic import staged_folder, write_text
     from provider.certs import ca_bundle, issue, make_ca, service_names
 
@@ -172,9 +184,9 @@ def run(args: argparse.Namespace) -> int:
                 staging / f"client-{client}.crt", staging / f"client-{client}.key"
             )
         (staging / "ca-bundle.txt").write_text(bundle + "\n")
-    if args.provider_yaml:
-        url = f"https://{args.service}.{args.namespace}:8443/"
-        doc = provider_object(args.provider_name, url, bundle, args.timeout)
-        write_text(args.provider_yaml, yaml.safe_dump(doc, sort_keys=False))
+        if args.provider_yaml and _in_out_dir(Path(args.provider_yaml), out):
+            (staging / Path(args.provider_yaml).name).write_text(_provider_yaml(args, bundle))
+    if args.provider_yaml and not _in_out_dir(Path(args.provider_yaml), out):
+        write_text(args.provider_yaml, _provider_yaml(args, bundle))
     print(bundle)
     return 0

@@ -38,8 +38,9 @@ def bundle_problems(files: dict[str, bytes]) -> list[str]:
             except (EngineError, UnicodeDecodeError) as exc:
                 problems.append(f"{name}: {' '.join(str(exc).split())}")
                 continue
-            if not any(package == root.replace("/", ".") or package.startswith(root.replace("/", ".") + ".")
-                       for root in roots):
+            if not any(
+                package == root.replace("/", ".") or package.startswith(root.replace("/", ".") + ".") for root in roots
+            ):
                 problems.append(f"{name}: package {package} is outside the manifest roots {roots}")
         try:
             engine.eval_query("x := 1")

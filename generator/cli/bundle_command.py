@@ -23,20 +23,27 @@ from generator.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "bundle", help="build, sign and verify OPA bundles of the policies",
+        "bundle",
+        help="build, sign and verify OPA bundles of the policies",
         description="OPA bundles (gzipped tar, .manifest, optional .signatures.json) of each profile's Rego.",
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    build = verbs.add_parser("build", help="write dist/kubeflow-trainer-policy-<profile>.tar.gz per profile",
-                             description="Build reproducible OPA bundles from the generated ConstraintTemplates.")
+    build = verbs.add_parser(
+        "build",
+        help="write dist/kubeflow-trainer-policy-<profile>.tar.gz per profile",
+        description="Build reproducible OPA bundles from the generated ConstraintTemplates.",
+    )
     build.add_argument("--profile", action="append", help="profile(s) to build (default: every generated one)")
     build.add_argument("--output-dir", default=str(PROJECT_ROOT / "dist"), help="default: %(default)s")
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
     build.set_defaults(run=run_build)
 
-    sign = verbs.add_parser("sign", help="add .signatures.json to a bundle",
-                            description="Sign every file of a bundle with a PEM private key (OPA's JWT format).")
+    sign = verbs.add_parser(
+        "sign",
+        help="add .signatures.json to a bundle",
+        description="Sign every file of a bundle with a PEM private key (OPA's JWT format).",
+    )
     sign.add_argument("bundle", metavar="BUNDLE.tar.gz")
     sign.add_argument("--signing-key", required=True, metavar="KEY.pem", help="RSA or EC private key (PEM)")
     sign.add_argument("--signing-alg", default="RS256", choices=sorted(ALGORITHMS))
@@ -45,9 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sign.add_argument("-o", "--output", help="write here instead of replacing BUNDLE")
     sign.set_defaults(run=run_sign)
 
-    verify = verbs.add_parser("verify", help="check a bundle would activate (and its signature, given a key)",
-                              description="Check manifest, roots and that the Rego compiles; with "
-                              "--verification-key also the signature of every file.")
+    verify = verbs.add_parser(
+        "verify",
+        help="check a bundle would activate (and its signature, given a key)",
+        description="Check manifest, roots and that the Rego compiles; with "
+        "--verification-key also the signature of every file.",
+    )
     verify.add_argument("bundle", metavar="BUNDLE.tar.gz")
     verify.add_argument("--verification-key", metavar="PUB.pem", help="public key (PEM) the bundle was signed for")
     verify.add_argument("--key-id", default="", help="expected kid (default: any)")

@@ -31,18 +31,21 @@ from generator.paths import gatekeeper_bundle_dir
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def pem_pair(tmp_path: Path, kind: str) -> tuple[Path, Path]:
     key = rsa.generate_private_key(65537, 2048) if kind == "rsa" else ec.generate_private_key(ec.SECP256R1())
     private = tmp_path / f"{kind}.key"
     public = tmp_path / f"{kind}.pub"
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     return private, public
 
 
@@ -83,8 +86,12 @@ def test_bundle_modules_evaluate_a_review_like_gatekeeper(built):
     files = read_archive(built)
     review = {
         "operation": "CREATE",
-        "object": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                   "metadata": {"name": "j", "namespace": "a"}, "spec": {"managedBy": "example.com/other"}},
+        "object": {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "j", "namespace": "a"},
+            "spec": {"managedBy": "example.com/other"},
+        },
     }
     with EmbeddedOpaEngine() as engine:
         engine.register_builtin("external_data", lambda _r: None, arity=1)
@@ -99,9 +106,10 @@ def test_bundle_modules_evaluate_a_review_like_gatekeeper(built):
 
 def test_structured_files_hash_like_opa():
     # OPA walks parsed JSON: keys sorted, no whitespace; policies hash as raw bytes.
-    assert file_hash(".manifest", b'{ "b": 1,\n "a": [true, "x/y"] }') == hashlib.sha256(
-        b'{"a":[true,"x/y"],"b":1}'
-    ).hexdigest()
+    assert (
+        file_hash(".manifest", b'{ "b": 1,\n "a": [true, "x/y"] }')
+        == hashlib.sha256(b'{"a":[true,"x/y"],"b":1}').hexdigest()
+    )
     assert file_hash("p.rego", b"package p\n") == hashlib.sha256(b"package p\n").hexdigest()
 
 
@@ -109,8 +117,19 @@ def test_structured_files_hash_like_opa():
 def test_sign_and_verify_round_trip_checked_by_pyjwt(built, tmp_path, kind, alg):
     private, public = pem_pair(tmp_path, kind)
     signed = tmp_path / "signed.tar.gz"
-    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", alg,
-               "--key-id", "trainer", "-o", str(signed))
+    proc = cli(
+        "bundle",
+        "sign",
+        str(built),
+        "--signing-key",
+        str(private),
+        "--signing-alg",
+        alg,
+        "--key-id",
+        "trainer",
+        "-o",
+        str(signed),
+    )
     assert proc.returncode == 0, proc.stderr
     files = read_archive(signed)
     [token] = json.loads(files[".signatures.json"])["signatures"]
@@ -158,8 +177,11 @@ def test_unsigned_extra_or_missing_files_and_wrong_keys_fail(built, tmp_path):
     _, other_public = pem_pair(tmp_path / "other", "ec")
     with pytest.raises(SignatureError, match=r"the key does not fit RS256"):
         verify_files(files, other_public.read_bytes())
-    other_rsa = rsa.generate_private_key(65537, 2048).public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    other_rsa = (
+        rsa.generate_private_key(65537, 2048)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     with pytest.raises(SignatureError, match="does not verify"):
         verify_files(files, other_rsa)
     with pytest.raises(SignatureError, match="scope mismatch"):
@@ -178,8 +200,17 @@ def test_bad_inputs_exit_2_with_one_line(built, tmp_path):
     assert proc.returncode == 2 and "junk.tar.gz: not a gzipped tar bundle" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     private, _ = pem_pair(tmp_path, "ec")
-    proc = cli("bundle", "sign", str(built), "--signing-key", str(private), "--signing-alg", "RS256",
-               "-o", str(tmp_path / "x.tar.gz"))
+    proc = cli(
+        "bundle",
+        "sign",
+        str(built),
+        "--signing-key",
+        str(private),
+        "--signing-alg",
+        "RS256",
+        "-o",
+        str(tmp_path / "x.tar.gz"),
+    )
     assert proc.returncode == 2 and "ec.key: the key does not fit RS256" in proc.stderr
     assert not (tmp_path / "x.tar.gz").exists(), "nothing half-written"
     proc = cli("bundle", "sign", str(built), "--signing-key", str(tmp_path / "missing.pem"))

@@ -7,15 +7,23 @@ from pathlib import Path
 
 from generator.catalog import load_catalog
 from generator.catalog.lib_cases import LIB_CASES
+from generator.catalog.model import Rule
+from generator.paths import PROJECT_ROOT
 from generator.profiles import Profile, generated_profiles
 from generator.render import docs, gatekeeper, rego, rego_tests, versions
 
 POLICIES = "policies"
 DOCS = "docs/policies"
+README = "README.md"
 
 
 def bundle_root(profile: Profile) -> str:
     return f"bundles/gatekeeper/{profile.name}"
+
+
+def policies_root(profile: Profile) -> str:
+    """policies/<profile>/: the profile's modules, libs and unit tests; `opa test policies/<profile>` runs them."""
+    return f"{POLICIES}/{profile.name}"
 
 
 @dataclass
@@ -26,26 +34,42 @@ class Tree:
     """Folders the generator owns entirely: anything else in them is stale."""
 
 
-def render_tree(profiles: list[Profile], unit_test_profile: Profile) -> Tree:
+def render_tree(profiles: list[Profile], docs_profile: Profile) -> Tree:
+    """Everything generated for `profiles` (policies/<profile>/, bundles/gatekeeper/<profile>/), the docs
+    (examples from `docs_profile`) and the template version lock."""
     rules = list(load_catalog())
-    tree = Tree(roots=[POLICIES, DOCS, *(bundle_root(p) for p in profiles)])
-    for lib in rego.all_libs():
-        tree.files[f"{POLICIES}/{lib.path}"] = lib.source
-        if lib.name in LIB_CASES:
-            tree.files[f"{POLICIES}/lib/trainer/{lib.name}_test.rego"] = rego_tests.render_lib_tests(
-                lib.name, LIB_CASES[lib.name]
-            )
+    tree = Tree(roots=[DOCS, *(policies_root(p) for p in profiles), *(bundle_root(p) for p in profiles)])
+    for profile in profiles:
+        tree.files.update(_policies(rules, profile))
     for rule in rules:
-        folder = f"{POLICIES}/{rule.id}"
-        tree.files[f"{folder}/src.rego"] = rego.render_module(rule, unit_test_profile)
-        tree.files[f"{folder}/src_test.rego"] = rego_tests.render_rule_tests(rule, unit_test_profile)
-        tree.files[f"{DOCS}/{rule.id}.md"] = docs.rule_page(rule, generated_profiles(), unit_test_profile)
+        tree.files[f"{DOCS}/{rule.id}.md"] = docs.rule_page(rule, generated_profiles(), docs_profile)
     tree.files[f"{DOCS}/README.md"] = docs.index_page(rules)
+    tree.files[README] = docs.readme_with_rule_table(_read(README), rules)
     for profile in profiles:
         for path, text in gatekeeper.bundle_files(rules, profile).items():
             tree.files[f"{bundle_root(profile)}/{path}"] = text
     tree.files[versions.LOCK] = versions.lock_text(rules, generated_profiles())
     return tree
+
+
+def _policies(rules: list[Rule], profile: Profile) -> dict[str, str]:
+    root = policies_root(profile)
+    files: dict[str, str] = {}
+    for lib in rego.all_libs():
+        files[f"{root}/{lib.path}"] = lib.source
+        if lib.name in LIB_CASES:
+            files[f"{root}/lib/trainer/{lib.name}_test.rego"] = rego_tests.render_lib_tests(
+                lib.name, LIB_CASES[lib.name]
+            )
+    for rule in rules:
+        files[f"{root}/{rule.id}/src.rego"] = rego.render_module(rule, profile)
+        files[f"{root}/{rule.id}/src_test.rego"] = rego_tests.render_rule_tests(rule, profile)
+    return files
+
+
+def _read(rel: str) -> str:
+    path = PROJECT_ROOT / rel
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def write_tree(tree: Tree, root: Path) -> list[str]:

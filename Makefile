@@ -16,13 +16,16 @@ $(STAMP): pyproject.toml requirements/opa-engine.txt
 
 install: $(STAMP)
 
-## build: check generated files are current, run every Rego test and suite (>= 95% coverage),
-## build the OPA bundles into dist/ (each checked to activate), lint.
+## build: check generated files are current, lint the emitted Rego (opa fmt layout, METADATA OPA
+## accepts, data references; .regal/config.yaml for Regal), run every Rego test and suite
+## (>= 95% coverage), build the OPA bundles into dist/ (each checked to activate), lint the Python.
 build: install
 	$(BIN)/trainer-policy generate --check
+	$(BIN)/python -m generator.lint
 	$(BIN)/trainer-policy test --quiet --coverage --threshold 95
 	$(BIN)/trainer-policy bundle build --output-dir dist
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 ## test: the whole pytest suite (real OPA engine, real TLS, real kube-apiserver).
 test: install

@@ -7,7 +7,6 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 POLICIES_DIR = PROJECT_ROOT / "policies"
 BUNDLES_DIR = PROJECT_ROOT / "bundles"
-DOCS_DIR = PROJECT_ROOT / "docs"
 DEFAULT_PROFILE = "v2.0"
 
 

@@ -81,7 +81,7 @@ PROFILES: dict[str, Profile] = {
 }
 DEFAULT_PROFILE = "v2.0"
 UNIT_TEST_PROFILE = DEFAULT_PROFILE
-"""policies/ holds the modules of this profile (and their *_test.rego); bundles hold every generated profile."""
+"""The profile whose cases the docs show as examples; policies/<profile>/ and bundles hold every generated profile."""
 
 
 def get_profile(name: str) -> Profile:

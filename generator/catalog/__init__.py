@@ -29,10 +29,3 @@ def load_catalog() -> tuple[Rule, ...]:
                     raise ValueError(f"rule id {value.id!r} is defined twice")
                 found[value.id] = value
     return tuple(found[k] for k in sorted(found))
-
-
-def get_rule(rule_id: str) -> Rule:
-    for rule in load_catalog():
-        if rule.id == rule_id:
-            return rule
-    raise KeyError(f"no rule {rule_id!r}")

@@ -1,4 +1,7 @@
-"""Cases tables of the shared Rego libs: (expression, expected value), rendered to policies/lib/*_test.rego."""
+"""Cases tables of the shared Rego libs: (expression, expected value).
+
+Rendered to policies/<profile>/lib/trainer/*_test.rego.
+"""
 
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "generate",
         help="render the Rego, Gatekeeper bundles and docs from the rule catalog",
         description=(
-            "Render policies/ (Rego modules, libs and unit tests of the default profile), "
-            "bundles/gatekeeper/<profile>/ and docs/policies/ from the rule catalog. Files there that it did not "
+            "Render policies/<profile>/ (Rego modules, libs and their unit tests), bundles/gatekeeper/<profile>/, "
+            "docs/policies/ and the README's rule table from the rule catalog. Files there that it did not "
             "generate are never deleted (it refuses instead). With --check, write nothing and exit 1 when a "
             "committed file differs from what the catalog generates, naming the catalog file to edit and "
             "showing the difference."

@@ -20,10 +20,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the Rego unit tests and gator suites on the engine",
         description=(
             "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders "
-            "(default: policies/ and bundles/). Ends with a line `N passed, N failed`."
+            "(default: each profile's policies/<profile>/, one engine per profile as `opa test policies/<profile>`, "
+            "and bundles/). Ends with a line `N passed, N failed`."
         ),
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="folders to test (default: policies bundles)")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="folders to test (default: each policies/<profile> and bundles)"
+    )
     parser.add_argument(
         "--coverage", action="store_true", help="report line coverage of the non-test Rego modules (default: off)"
     )
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from generator.testing.rego_tests import run_rego_tests
     from generator.testing.suites import find_suites, run_suite
 
-    paths = [Path(p) for p in args.paths] or [p for p in (POLICIES_DIR, BUNDLES_DIR) if p.is_dir()]
+    paths = [Path(p) for p in args.paths] or _default_paths()
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")
@@ -52,7 +55,20 @@ def run(args: argparse.Namespace) -> int:
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
     for path in paths:
-        outcomes += run_rego_tests(path, coverage)
+        folder_coverage = Coverage() if coverage is not None else None
+        outcomes += run_rego_tests(path, folder_coverage)
+        if coverage is not None and folder_coverage is not None:
+            # Every profile has the same file names: the default run names them by their profile folder.
+            prefix = "" if args.paths else f"{path.relative_to(POLICIES_DIR.parent).as_posix()}/"
+            coverage.add(
+                {
+                    prefix + name: (
+                        folder_coverage.covered.get(name, set()),
+                        folder_coverage.not_covered.get(name, set()),
+                    )
+                    for name in folder_coverage.files()
+                }
+            )
         for suite in find_suites(path):
             outcomes += run_suite(suite)
     if not outcomes:
@@ -71,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print(f"trainer-policy test: {failed} of {len(outcomes)} tests failed", file=sys.stderr)
     return status
+
+
+def _default_paths() -> list[Path]:
+    """policies/<profile>/ for every generated profile (each loads alone, like `opa test policies/<profile>`)."""
+    profiles = sorted(p for p in POLICIES_DIR.glob("*") if p.is_dir()) if POLICIES_DIR.is_dir() else []
+    return [*profiles, *([BUNDLES_DIR] if BUNDLES_DIR.is_dir() else [])]
 
 
 def _report_coverage(coverage: Coverage, threshold: float | None) -> int:

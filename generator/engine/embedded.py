@@ -82,7 +82,3 @@ class EmbeddedOpaEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def new_engine() -> EmbeddedOpaEngine:
-    return EmbeddedOpaEngine()

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import jinja2
+import yaml
 
 from generator.catalog import LIB_DIR, TEMPLATES_DIR
 from generator.catalog.model import Rule
 from generator.profiles import Profile
 from generator.render.header import header
-
-LIB_PACKAGE = "lib.trainer"
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,21 @@ class Lib:
 
 def _comment(text: str, indent: int) -> str:
     """A text as `#`-comment lines for a METADATA block (wrapped, no trailing spaces)."""
-    import textwrap
-
-    lines = textwrap.wrap(" ".join(text.split()), width=100)
+    lines = textwrap.wrap(" ".join(text.split()), width=100, break_on_hyphens=False, break_long_words=False)
     return "\n".join(f"#{' ' * indent}{line}" for line in lines)
+
+
+def yaml_scalar(value: str) -> str:
+    """A METADATA value as a YAML scalar: plain when YAML reads it back unchanged, else double-quoted.
+
+    OPA parses METADATA as YAML and refuses the module when that fails (a plain `title: a: b` is a mapping
+    error), so every value a template fills in goes through here."""
+    text = " ".join(str(value).split())
+    try:
+        plain_ok = yaml.safe_load(f"k: {text}\n") == {"k": text}
+    except yaml.YAMLError:
+        plain_ok = False
+    return text if plain_ok and " #" not in text else json.dumps(text)
 
 
 @cache
@@ -47,6 +58,7 @@ def _environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["comment"] = _comment
+    env.filters["yaml_scalar"] = yaml_scalar
     env.filters["tojson"] = lambda value: json.dumps(value)
     return env
 

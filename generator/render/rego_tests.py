@@ -13,13 +13,22 @@ from generator.render.header import header
 
 
 def _rego(value: Any) -> str:
-    """A JSON value as a Rego term (JSON is valid Rego); deterministic key order."""
+    """A JSON value as a one-line Rego term (JSON is valid Rego); deterministic key order."""
     return json.dumps(value, sort_keys=True)
 
 
-def _block(value: Any, indent: str) -> str:
-    """A JSON value as a multi-line Rego term whose continuation lines start with `indent`."""
-    return json.dumps(value, sort_keys=True, indent=4).replace("\n", "\n" + indent)
+def _block(value: Any, level: int) -> str:
+    """A JSON value as a multi-line Rego term the way `opa fmt` lays one out: one entry per line indented
+    by tabs one level deeper than the line that opens it, a trailing comma after every entry, the closing
+    bracket at `level`. Empty collections and scalars stay on one line."""
+    inner = "\t" * (level + 1)
+    if isinstance(value, dict) and value:
+        entries = [f"{inner}{json.dumps(k)}: {_block(value[k], level + 1)}," for k in sorted(value)]
+        return "{\n" + "\n".join(entries) + "\n" + "\t" * level + "}"
+    if isinstance(value, list) and value:
+        entries = [f"{inner}{_block(v, level + 1)}," for v in value]
+        return "[\n" + "\n".join(entries) + "\n" + "\t" * level + "]"
+    return _rego(value)
 
 
 def _expected_set(case: Case) -> str:
@@ -31,18 +40,18 @@ def _expected_set(case: Case) -> str:
 
 def _rule_test(rule: Rule, case: Case) -> str:
     payload = {"review": requests.review_input(case), "parameters": requests.parameters(rule, case)}
-    indent = " " * 8
-    mocks = [f"{indent}with input as {_block(payload, indent)}"]
+    # `with` modifiers on the lines after their expression: opa fmt indents them one level deeper.
+    mocks = [f"\t\twith input as {_block(payload, 2)}"]
     if case.cluster:
-        mocks.append(f"{indent}with data.inventory as {_block(requests.inventory(case), indent)}")
+        mocks.append(f"\t\twith data.inventory as {_block(requests.inventory(case), 2)}")
     for provider in rule.data.external_data_providers[:1]:
         answer = requests.external_data_answer(case, provider)
-        mocks.append(f"{indent}with external_data as {_block(answer, indent)}")
+        mocks.append(f"\t\twith external_data as {_block(answer, 2)}")
     return (
         f"# {' '.join(case.description.split())}\n"
         f"test_{case.name} if {{\n"
-        f"    result := violation\n" + "\n".join(mocks) + "\n"
-        f"    result == {_expected_set(case)}\n"
+        "\tresult := violation\n" + "\n".join(mocks) + "\n"
+        f"\tresult == {_expected_set(case)}\n"
         "}\n"
     )
 
@@ -55,9 +64,9 @@ def render_rule_tests(rule: Rule, profile: Profile) -> str:
 
 def render_lib_tests(lib: str, cases: list[LibCase]) -> str:
     tests = "\n".join(
-        f"test_{case.name} if {{\n    {case.expression} == {_rego(case.expected)}\n}}\n"
+        f"test_{case.name} if {{\n\t{case.expression} == {_rego(case.expected)}\n}}\n"
         if case.expected is not True
-        else f"test_{case.name} if {{\n    {case.expression}\n}}\n"
+        else f"test_{case.name} if {{\n\t{case.expression}\n}}\n"
         for case in cases
     )
     source = f"generator/catalog/lib_cases.py (lib {lib})"

@@ -18,8 +18,11 @@ import yaml
 from generator.catalog import load_catalog
 from generator.cli.main import main
 from generator.engine.rego_ast import RegoParser
+from generator.errors import InputError
+from generator.lint.modules import Module, data_ref_errors, load_groups
 from generator.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
+from generator.render.docs import TABLE_BEGIN, TABLE_END, readme_with_rule_table, rule_table
 from generator.render.tree import render_tree
 
 PROFILES = [p.name for p in generated_profiles()]
@@ -59,7 +62,33 @@ def test_generation_is_deterministic_across_processes():
 def test_every_generated_file_says_it_is_generated():
     tree = render_tree(generated_profiles(), get_profile(UNIT_TEST_PROFILE))
     for path, text in tree.files.items():
+        if path == "README.md":  # hand-written around a generated table, which says so itself
+            assert TABLE_BEGIN in text and TABLE_END in text
+            continue
         assert HEADER in "\n".join(text.splitlines()[:3]), path
+
+
+def test_readme_rule_table_lists_every_rule_and_links_existing_pages():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    table = readme[readme.index(TABLE_BEGIN) : readme.index(TABLE_END)]
+    assert table.strip().endswith(rule_table(list(load_catalog())).strip())
+    for rule in load_catalog():
+        assert f"| `{rule.id}` |" in table
+    for link in re.findall(r"\]\(([^)]+)\)", table):
+        assert (PROJECT_ROOT / link).is_file(), link
+
+
+def test_readme_without_table_markers_is_refused():
+    with pytest.raises(InputError, match=r"README\.md: the rule table markers are missing"):
+        readme_with_rule_table("# no table here\n", list(load_catalog()))
+
+
+def test_docs_link_only_files_in_the_repository():
+    for page in [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        assert "design.md" not in text and "Specification section" not in text, page
+        for link in re.findall(r"\]\(([^)#:]+)\)", text):
+            assert (page.parent / link).exists(), f"{page}: {link}"
 
 
 def _templates(profile: str) -> list[tuple[Path, dict]]:
@@ -96,27 +125,40 @@ def test_constraint_templates(profile):
             assert "metadata.gatekeeper.sh/requires-sync-data" not in annotations
 
 
-def test_what_is_unit_tested_is_what_ships():
-    """policies/ holds the default profile's modules and libs, byte for byte the templates' code."""
-    for path, template in _templates(UNIT_TEST_PROFILE):
+@pytest.mark.parametrize("profile", PROFILES)
+def test_what_is_unit_tested_is_what_ships(profile):
+    """policies/<profile>/ holds the profile's modules and libs, byte for byte the templates' code."""
+    policies = PROJECT_ROOT / "policies" / profile
+    for path, template in _templates(profile):
         source = template["spec"]["targets"][0]["code"][0]["source"]
-        rule_dir = PROJECT_ROOT / "policies" / path.parent.name
+        rule_dir = policies / path.parent.name
         assert (rule_dir / "src.rego").read_text() == source["rego"]
-        libs = {p.read_text() for p in (PROJECT_ROOT / "policies" / "lib").rglob("*.rego") if "_test" not in p.name}
-        assert set(source["libs"]) <= libs
+        assert (rule_dir / "src_test.rego").is_file()
+        libs = {p.read_text() for p in (policies / "lib").rglob("*.rego") if "_test" not in p.name}
+        assert source["libs"] and set(source["libs"]) <= libs
+
+
+def test_policies_hold_one_folder_per_shipped_profile():
+    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted(PROFILES)
 
 
 def test_rego_references_and_violation_builder():
+    """Every emitted module (policies/<profile>/ and every template's rego and libs) reads only what
+    Gatekeeper allows, and builds violations only through lib.trainer.violations."""
     parser = RegoParser()
-    for path in sorted((PROJECT_ROOT / "policies").rglob("*.rego")):
-        if path.name.endswith("_test.rego"):
-            continue
-        text = path.read_text()
-        facts = parser.parse(str(path), text)
-        for ref in facts.data_refs:
-            assert ref.startswith(("data.inventory", "data.lib")), (path, ref)
-        if path.name != "violations.rego":
-            assert '"msg"' not in text, f"{path}: violations are built by lib.trainer.violations.make only"
+    groups = load_groups(PROJECT_ROOT)
+    assert {g.name for g in groups} >= {f"policies/{p}" for p in PROFILES}
+    for group in groups:
+        assert data_ref_errors(list(group.modules), parser) == [], group.name
+        for module in group.modules:
+            if not module.test and "package lib.trainer.violations" not in module.text:
+                assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
+
+
+def test_data_refs_outside_inventory_and_lib_are_reported():
+    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False)
+    (error,) = data_ref_errors([module], RegoParser())
+    assert "bad.rego: data.kubernetes.pods" in error
 
 
 def _variants(profile: str) -> dict[str, set[str]]:

@@ -178,7 +178,7 @@ TRAINJOB_RULE = Rule(
         "dispatches to worker clusters); changing it mid-life would let two controllers fight over one job."
     ),
     spec_section="C",
-    version="1.1.0",
+    version="1.1.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(_parameter(TRAINJOB_ALLOWED),),
@@ -213,7 +213,7 @@ V1_JOB_RULE = Rule(
         "MultiKueue); it must name a known controller and must not change while the job exists."
     ),
     spec_section="C",
-    version="1.1.0",
+    version="1.1.1",
     match=(MatchKind(("kubeflow.org",), V1_JOB_KINDS),),
     operations=("CREATE", "UPDATE"),
     parameters=(_parameter(V1_ALLOWED),),

@@ -362,7 +362,7 @@ INVENTORY_RULE = Rule(
     "data provider, so `gator verify` runs its suite.",
     rationale=_RATIONALE,
     spec_section="A, B",
-    version="2.0.1",
+    version="2.0.2",
     match=_MATCH,
     operations=("UPDATE",),
     parameters=(),
@@ -385,7 +385,7 @@ EXTERNAL_DATA_RULE = Rule(
     "own request handler.",
     rationale=_RATIONALE,
     spec_section="A, B",
-    version="1.0.0",
+    version="1.0.1",
     match=_MATCH,
     operations=("UPDATE",),
     parameters=(

@@ -142,7 +142,7 @@ RULE = Rule(
         "TrainingRuntime on CREATE only (a known bug); this rule checks both kinds on CREATE and UPDATE."
     ),
     spec_section="D",
-    version="1.1.0",
+    version="1.1.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainingRuntime", "ClusterTrainingRuntime")),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -14,15 +14,15 @@ api_version := "jobset.x-k8s.io/v1alpha2"
 # title: from_inventory
 # description: The state read from data.inventory (JobSets synced by Gatekeeper); a missing JobSet is inactive.
 from_inventory(inventory, namespace, name) := {"errors": [], "active": active_jobs(jobset)} if {
-    jobset := review.get(inventory, ["namespace", namespace, api_version, "JobSet", name], null)
-    jobset != null
+	jobset := review.get(inventory, ["namespace", namespace, api_version, "JobSet", name], null)
+	jobset != null
 } else := {"errors": [], "active": []}
 
 active_jobs(jobset) := [name |
-    some entry in review.array(review.get(jobset, ["status", "replicatedJobsStatus"], []))
-    active := review.get(entry, ["active"], null)
-    is_number(active)
-    active > 0
-    floor(active) == active
-    name := review.get(entry, ["name"], "")
+	some entry in review.array(review.get(jobset, ["status", "replicatedJobsStatus"], []))
+	active := review.get(entry, ["active"], null)
+	is_number(active)
+	active > 0
+	floor(active) == active
+	name := review.get(entry, ["name"], "")
 ]

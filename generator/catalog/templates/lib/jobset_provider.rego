@@ -15,52 +15,52 @@ import data.lib.trainer.review
 #   One batched external_data call. Decides on system_error and errors (null lists guarded), never
 #   on status_code: answers served from Gatekeeper's cache carry status_code 0.
 from_external_data(provider, key) := {"errors": errors(response, key), "active": active_of(response, key)} if {
-    response := external_data({"provider": provider, "keys": [key]})
+	response := external_data({"provider": provider, "keys": [key]})
 }
 
 errors(response, key) := [sprintf("%v", [e])] if {
-    e := system_error(response)
+	e := system_error(response)
 } else := errs if {
-    errs := key_errors(response, key)
-    count(errs) > 0
+	errs := key_errors(response, key)
+	count(errs) > 0
 } else := ["the provider returned no answer for this key"] if {
-    count(answers(response, key)) == 0
+	count(answers(response, key)) == 0
 } else := ["the provider returned more than one answer for this key"] if {
-    count(answers(response, key)) > 1
+	count(answers(response, key)) > 1
 } else := ["the provider returned an unexpected value"] if {
-    some value in answers(response, key)
-    not valid_value(value)
+	some value in answers(response, key)
+	not valid_value(value)
 } else := []
 
 system_error(response) := e if {
-    e := review.get(response, ["system_error"], "")
-    e != ""
-    e != null
+	e := review.get(response, ["system_error"], "")
+	e != ""
+	e != null
 }
 
 key_errors(response, key) := [sprintf("%v", [pair[1]]) |
-    some pair in review.array(review.get(response, ["errors"], []))
-    is_array(pair)
-    count(pair) == 2
-    pair[0] == key
+	some pair in review.array(review.get(response, ["errors"], []))
+	is_array(pair)
+	count(pair) == 2
+	pair[0] == key
 ]
 
 # The distinct values answered for the key (Gatekeeper passes duplicates through; more than one is an error).
 answers(response, key) := {pair[1] |
-    some pair in review.array(review.get(response, ["responses"], []))
-    is_array(pair)
-    count(pair) == 2
-    pair[0] == key
+	some pair in review.array(review.get(response, ["responses"], []))
+	is_array(pair)
+	count(pair) == 2
+	pair[0] == key
 }
 
 valid_value(value) if {
-    is_boolean(review.get(value, ["found"], null))
-    is_array(review.get(value, ["activeReplicatedJobs"], null))
+	is_boolean(review.get(value, ["found"], null))
+	is_array(review.get(value, ["activeReplicatedJobs"], null))
 }
 
 active_of(response, key) := value.activeReplicatedJobs if {
-    count(answers(response, key)) == 1
-    some value in answers(response, key)
-    valid_value(value)
-    value.found == true
+	count(answers(response, key)) == 1
+	some value in answers(response, key)
+	valid_value(value)
+	value.found == true
 } else := []

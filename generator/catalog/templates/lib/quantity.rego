@@ -14,9 +14,9 @@ pattern := `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P
 parse(q) := q if is_number(q)
 
 parse(q) := value if {
-    is_string(q)
-    regex.match(pattern, q)
-    value := scaled(q)
+	is_string(q)
+	regex.match(pattern, q)
+	value := scaled(q)
 }
 
 scaled(q) := units.parse(trim_suffix(q, "n")) / 1000000000 if endswith(q, "n")
@@ -24,6 +24,6 @@ scaled(q) := units.parse(trim_suffix(q, "n")) / 1000000000 if endswith(q, "n")
 scaled(q) := units.parse(trim_suffix(q, "u")) / 1000000 if endswith(q, "u")
 
 scaled(q) := units.parse(q) if {
-    not endswith(q, "n")
-    not endswith(q, "u")
+	not endswith(q, "n")
+	not endswith(q, "u")
 }

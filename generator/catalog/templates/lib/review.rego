@@ -10,25 +10,25 @@ package lib.trainer.review
 # title: new_object
 # description: The request's object, {} when missing (DELETE) or not an object.
 new_object := o if {
-    o := input.review.object
-    is_object(o)
+	o := input.review.object
+	is_object(o)
 } else := {}
 
 # METADATA
 # title: old_object
 # description: The request's oldObject, {} when missing (CREATE, audit) or not an object.
 old_object := o if {
-    o := input.review.oldObject
-    is_object(o)
+	o := input.review.oldObject
+	is_object(o)
 } else := {}
 
 # METADATA
 # title: is_update
 # description: An UPDATE carrying both objects; never true in audit.
 is_update if {
-    input.review.operation == "UPDATE"
-    is_object(input.review.oldObject)
-    is_object(input.review.object)
+	input.review.operation == "UPDATE"
+	is_object(input.review.oldObject)
+	is_object(input.review.object)
 }
 
 # METADATA

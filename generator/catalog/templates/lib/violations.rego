@@ -9,6 +9,6 @@ package lib.trainer.violations
 # title: make
 # description: One violation; type is Invalid, Forbidden, Duplicate, Internal or Required.
 make(field, type, detail) := {
-    "msg": sprintf("%s: %s: %s", [field, type, detail]),
-    "details": {"field": field, "type": type, "detail": detail},
+	"msg": sprintf("%s: %s: %s", [field, type, detail]),
+	"details": {"field": field, "type": type, "detail": detail},
 }

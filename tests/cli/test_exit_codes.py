@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -236,6 +237,26 @@ def test_certs_with_the_right_ca_key_signs_a_verifiable_certificate(tmp_path: Pa
     context = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
     context.load_cert_chain(tmp_path / "out/tls.crt", tmp_path / "out/tls.key")  # the pair matches
     assert not (tmp_path / "out/ca.key").exists(), "the given CA key is not copied"
+
+
+# --- item 6: a misspelt AdmissionReview kind was taken as a bare object of an unknown kind and allowed ---
+
+
+@pytest.mark.parametrize(
+    ("kind", "api_version", "field"),
+    [
+        ("AdmissionReviewX", "admission.k8s.io/v1", "kind"),
+        ("AdmissionReview", "admission.k8s.io/v2", "apiVersion"),
+        ("admissionreview", "admission.k8s.io/v1", "kind"),
+    ],
+)
+def test_misspelt_admission_review_is_an_input_error(tmp_path: Path, kind: str, api_version: str, field: str) -> None:
+    review = yaml.safe_load(Path(ACTIVE_REVIEW).read_text())
+    review.update({"kind": kind, "apiVersion": api_version})
+    path = write_yaml(tmp_path / "review.yaml", review)
+    result = run_cli("review", path, "--objects", ACTIVE_INVENTORY)
+    assert_error(result, str(path), field)
+    assert result.stdout == ""
 
 
 # --- item 7: half-written files ------------------------------------------------------------------

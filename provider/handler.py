@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from provider.jobset_state import jobset_state
 from provider.keys import KEY_PATTERN, parse_key
 from provider.sources import JobSetSource, Lookup
 
@@ -106,7 +105,7 @@ class ProviderHandler:
             elif lookup.error:
                 items.append({"key": key, "error": lookup.error})
             else:
-                items.append({"key": key, "value": jobset_state(lookup.jobset)})
+                items.append({"key": key, "value": lookup.answer()})
         return 200, provider_response(items)
 
     def answer(self, body: Any) -> Answer:
@@ -136,7 +135,7 @@ class ProviderHandler:
                 else:
                     lookup = lookup_in(namespace, name)
                     if not lookup.error:  # a valid key is [a-z0-9.-/] only: safe to quote as is
-                        value = lookup.value_json or _dumps(jobset_state(lookup.jobset))
+                        value = lookup.value_json or _dumps(lookup.answer())
                         parts.append('{"key":"' + key + '","value":' + value + "}")
                         continue
                     message = lookup.error

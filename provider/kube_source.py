@@ -53,21 +53,6 @@ class WatchGone(WatchError):
     """410 Gone: the resourceVersion is too old; re-list."""
 
 
-def slim(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the cache keeps of a JobSet: identity and `status.replicatedJobsStatus` (saves memory)."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    kept_status = {}
-    if "replicatedJobsStatus" in status:
-        kept_status["replicatedJobsStatus"] = status["replicatedJobsStatus"]
-    return {
-        "apiVersion": JOBSET_API_VERSION,
-        "kind": "JobSet",
-        "metadata": {k: metadata[k] for k in ("namespace", "name", "uid", "resourceVersion") if k in metadata},
-        "status": kept_status,
-    }
-
-
 def _key(obj: dict[str, Any]) -> tuple[str, str]:
     metadata = obj.get("metadata") or {}
     return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
@@ -88,7 +73,8 @@ class KubeJobSetSource:
         self._metrics = metrics
         self._logger = logger
         self._store: dict[tuple[str, str], Lookup] = {}
-        """Answers prepared once per watch event (`Lookup.of`): serving a key is one dict read."""
+        """Answers prepared once per watch event (`Lookup.of`, the value only, shared between equal values):
+        serving a key is one dict read."""
         self._fragments: dict[str, str] = {}
         """The same answers as complete response items, by key (the handler's fast path)."""
         self._resource_version = ""
@@ -118,6 +104,10 @@ class KubeJobSetSource:
     def wait_ready(self, timeout: float) -> bool:
         return self._ready.wait(timeout)
 
+    def answers_from_memory(self) -> bool:
+        """While synced, lookups are dict reads; otherwise they may GET from the API (off the event loop)."""
+        return self._synced
+
     def fragment(self, key: str) -> str | None:
         return self._fragments.get(key) if self._synced else None
 
@@ -142,7 +132,7 @@ class KubeJobSetSource:
             return Lookup(error=f"JobSet cache not synced and the Kubernetes API GET failed: {_short(exc)}")
         self._metrics.api_calls.inc(verb="get", code=str(resp.status_code))
         if resp.status_code == 200:
-            return Lookup.of(slim(resp.json()))
+            return Lookup.of(resp.json())
         if resp.status_code == 404 and _is_object_not_found(resp, name):
             return NOT_FOUND
         return Lookup(error=f"JobSet cache not synced and the Kubernetes API GET answered HTTP {resp.status_code}")
@@ -211,7 +201,7 @@ class KubeJobSetSource:
                 raise WatchError(f"list JobSets: HTTP {resp.status_code}: {resp.text[:200]}")
             body = resp.json()
             for obj in body.get("items") or []:
-                items[_key(obj)] = Lookup.of(slim(obj))
+                items[_key(obj)] = Lookup.of(obj)
             metadata = body.get("metadata") or {}
             cont = metadata.get("continue") or ""
             if not cont:
@@ -265,7 +255,7 @@ class KubeJobSetSource:
             raise WatchError(f"watch error event: {obj.get('message', obj)}")
         if kind in ("ADDED", "MODIFIED"):
             key = _key(obj)
-            lookup = self._store[key] = Lookup.of(slim(obj))
+            lookup = self._store[key] = Lookup.of(obj)
             text = "/".join(key)
             if parse_key(text) is not None:
                 self._fragments[text] = value_item_json(text, lookup.value_json)

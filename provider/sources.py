@@ -14,12 +14,13 @@ from provider.jobset_state import JOBSET_API_VERSION, jobset_state
 from provider.keys import parse_key, value_item_json
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lookup:
-    """A JobSet (None when it does not exist), or an error when the answer cannot be trusted.
+    """The answer for one key: a JobSet's provider value, or an error when it cannot be trusted.
 
-    Sources that keep answers (caches) build them once with `Lookup.of`, which also precomputes the
-    provider value and its JSON so that serving a key costs no per-request work.
+    Caches build answers once with `Lookup.of`, which keeps only the value and its JSON (not the
+    JobSet), shared between every key with the same value. A source that does not precompute may
+    return `Lookup(jobset=...)` (None: not found) and leave the value to `answer()`.
     """
 
     jobset: dict[str, Any] | None = None
@@ -32,7 +33,26 @@ class Lookup:
     @classmethod
     def of(cls, jobset: dict[str, Any] | None) -> Lookup:
         value = jobset_state(jobset)
-        return cls(jobset=jobset, value=value, value_json=json.dumps(value, separators=(",", ":")))
+        value_json = json.dumps(value, separators=(",", ":"))
+        shared = _SHARED.get(value_json)
+        if shared is None:
+            shared = cls(value=value, value_json=value_json)
+            if len(_SHARED) < _MAX_SHARED:
+                _SHARED[value_json] = shared
+        return shared
+
+    def answer(self) -> dict[str, Any]:
+        """The provider value for this key (not meaningful when `error` is set)."""
+        return self.value if self.value is not None else jobset_state(self.jobset)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.answer()["found"])
+
+
+_SHARED: dict[str, Lookup] = {}
+"""Interned answers by JSON: most JobSets share a handful of values, so 100k keys cost 100k pointers."""
+_MAX_SHARED = 4096
 
 
 NOT_FOUND = Lookup.of(None)
@@ -60,7 +80,10 @@ def fragments_of(lookups: dict[tuple[str, str], Lookup]) -> dict[str, str]:
 
 
 class StaticJobSetSource:
-    """JobSets given as objects (files passed with --objects); anything else is ignored."""
+    """JobSets given as objects (files passed with --objects); anything else is ignored.
+
+    Keeps the precomputed answer of each JobSet, never the object: `objects` may be a generator
+    that parses one document at a time."""
 
     def __init__(self, objects: Iterable[dict[str, Any]]):
         self._jobsets: dict[tuple[str, str], Lookup] = {}
@@ -70,11 +93,15 @@ class StaticJobSetSource:
             metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
             namespace, name = metadata.get("namespace") or "default", metadata.get("name")
             if isinstance(name, str):
-                self._jobsets[(namespace, name)] = Lookup.of(obj)
+                self._jobsets[(namespace, name)] = Lookup.of(obj)  # the answer only: the object is dropped
         self._fragments = fragments_of(self._jobsets)
 
     def fragment(self, key: str) -> str | None:
         return self._fragments.get(key)
+
+    def answers_from_memory(self) -> bool:
+        """Always: lookups never block (the server answers them on its event loop)."""
+        return True
 
     def lookup(self, namespace: str, name: str) -> Lookup:
         return self._jobsets.get((namespace, name), NOT_FOUND)

@@ -148,14 +148,38 @@ def test_idle_and_handshake_stalls_are_closed(running: Running, pki: Pki) -> Non
     still_serving(running, pki)
 
 
-def test_connection_cap_refuses_extra_connections_then_recovers(start_provider: StartProvider, pki: Pki) -> None:
+def test_at_the_connection_cap_the_oldest_idle_connection_makes_room(start_provider: StartProvider, pki: Pki) -> None:
     running = start_provider(StaticJobSetSource([JOBSET]), limits=Limits(max_connections=2, idle_timeout=30))
     context = client_context(str(pki.ca))
     held = [
-        context.wrap_socket(socket.create_connection(("127.0.0.1", running.server.port)), server_hostname="127.0.0.1")
+        context.wrap_socket(
+            socket.create_connection(("127.0.0.1", running.server.port), timeout=5), server_hostname="127.0.0.1"
+        )
         for _ in range(2)
     ]
     time.sleep(0.2)
+    still_serving(running, pki)  # a third connection is admitted ...
+    assert held[0].recv(1) == b""  # ... by closing the one idle the longest
+    assert running.metrics.evictions.value(state="idle") >= 1
+    assert running.metrics.request_errors.value(reason="too_many_connections") == 0
+    for sock in held:
+        sock.close()
+
+
+def test_at_the_cap_with_every_connection_busy_new_ones_are_refused_fake_slow_source(
+    start_provider: StartProvider, pki: Pki
+) -> None:
+    running = start_provider(SleepySource(), request_timeout=0.5, limits=Limits(max_connections=2))
+    context = client_context(str(pki.ca))
+    busy = []
+    for _ in range(2):
+        sock = context.wrap_socket(
+            socket.create_connection(("127.0.0.1", running.server.port), timeout=5), server_hostname="127.0.0.1"
+        )
+        body = json.dumps(provider_request([f"ns/k{i}" for i in range(5)])).encode()
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        busy.append(sock)
+    time.sleep(0.1)  # both are being answered (the fake source sleeps)
     with pytest.raises((ssl.SSLError, OSError)):
         extra = context.wrap_socket(
             socket.create_connection(("127.0.0.1", running.server.port), timeout=5), server_hostname="127.0.0.1"
@@ -164,10 +188,9 @@ def test_connection_cap_refuses_extra_connections_then_recovers(start_provider: 
         if extra.recv(100) == b"":
             raise OSError("closed")
     assert running.metrics.request_errors.value(reason="too_many_connections") >= 1
-    for sock in held:
+    for sock in busy:  # the busy ones were answered, not evicted
+        assert sock.recv(100).startswith(b"HTTP/1.1 200")
         sock.close()
-    time.sleep(0.3)
-    still_serving(running, pki)
 
 
 def test_probes_and_metrics(running: Running, pki: Pki) -> None:

@@ -51,6 +51,8 @@ HANDSHAKE_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 2.0
 MAX_CONNECTION_AGE_SECONDS = 300.0
 SWEEP_SECONDS = 0.05
+EVICTION_GRACE = 0.1
+"""Seconds a new or freshly handshaken connection is protected from eviction (unless nothing else can go)."""
 BLOCKING_WORKERS = 16
 """Threads for requests that may call the Kubernetes API (cache not synced)."""
 
@@ -99,7 +101,7 @@ _REASONS = {status.value: status.phrase for status in HTTPStatus}
 
 # connection states
 HANDSHAKE, IDLE, READING, BUSY, CLOSED = range(5)
-_STATE_NAMES = ("handshake", "idle", "reading", "busy", "closed")
+_NOT_EVICTABLE = 99
 
 
 class ProviderHTTPServer:
@@ -154,16 +156,23 @@ class ProviderHTTPServer:
 
     # ---------------------------------------------------------------- connection table
     def admit(self, connection: _Connection) -> bool:
-        """Register a new connection; at the cap, evict the one with the oldest progress that is not
-        being answered. False (refuse) only when every open connection is busy being answered."""
+        """Register a new connection; at the cap, evict the least useful one (`_eviction_rank`).
+        False (refuse) only when every open connection is busy being answered."""
         if len(self.connections) >= self.limits.max_connections:
-            victim = next((c for c in self.connections.values() if c.state != BUSY), None)
+            victim, best = None, _NOT_EVICTABLE
+            now = time.monotonic()
+            for candidate in self.connections.values():  # least recent progress first
+                rank = candidate.eviction_rank(now)
+                if rank < best:
+                    victim, best = candidate, rank
+                    if rank == 0:
+                        break
             if victim is None:
                 self.metrics.request_errors.inc(reason="too_many_connections")
                 self.logger.warning("connection_refused", reason="every connection is busy", peer=connection.peer)
                 return False
-            self.metrics.evictions.inc(state=_STATE_NAMES[victim.state])
-            self.logger.debug("connection_evicted", state=_STATE_NAMES[victim.state], peer=victim.peer)
+            self.metrics.evictions.inc(state=victim.describe(now))
+            self.logger.debug("connection_evicted", state=victim.describe(now), peer=victim.peer)
             victim.abort()
         self.connections[id(connection)] = connection
         return True
@@ -201,9 +210,15 @@ class _Connection(asyncio.Protocol):
         self.body_start = 0
         self.state = IDLE
         self.opened = time.monotonic()
+        self.since = self.opened
+        """When the connection last entered its state (accept, handshake done, request started, answered)."""
         self.deadline = self.opened
         self.peer = ""
         self.peer_eof = False
+        self.silent = True
+        """No byte received yet."""
+        self.served = 0
+        """Responses sent."""
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -226,6 +241,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.state == CLOSED:
             return
+        self.silent = False
         if self.tls is None:
             self._feed(data)
             return
@@ -259,6 +275,34 @@ class _Connection(asyncio.Protocol):
         self.state = CLOSED
         self.server.forget(self)
 
+    def eviction_rank(self, now: float) -> int:
+        """Who goes first when a new connection needs a slot (lower goes first); equal ranks go oldest first.
+
+        0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for EVICTION_GRACE; 2 handshake
+        done but no request for EVICTION_GRACE; 3 a request still arriving; 4 nothing received yet, younger than
+        EVICTION_GRACE (under a flood the loop may accept many connections before it reads any); 5 a handshake in
+        progress or a request just due (a real client is there for a millisecond). Busy connections (an answer
+        being computed) are never evicted."""
+        state = self.state
+        young = now - self.since < EVICTION_GRACE
+        if state == IDLE:
+            if self.served:
+                return 0
+            if young:
+                return 4 if self.silent else 5
+            return 1 if self.silent else 2
+        if state == HANDSHAKE:
+            if self.silent:
+                return 4 if young else 1
+            return 5
+        if state == READING:
+            return 3
+        return _NOT_EVICTABLE
+
+    def describe(self, now: float) -> str:
+        names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "handshake")
+        return names[self.eviction_rank(now)]
+
     # ---------------------------------------------------------------- TLS
     def _handshake(self) -> bool:
         assert self.tls is not None
@@ -275,7 +319,8 @@ class _Connection(asyncio.Protocol):
             return False
         self._flush_tls()
         self.state = IDLE
-        self.deadline = time.monotonic() + self.server.limits.idle_timeout
+        self.since = time.monotonic()
+        self.deadline = self.since + self.server.limits.idle_timeout
         self.server.progressed(self)
         return True
 
@@ -317,7 +362,8 @@ class _Connection(asyncio.Protocol):
                     if not self.buffer:
                         return
                     self.state = READING
-                    self.deadline = time.monotonic() + limits.read_timeout
+                    self.since = time.monotonic()
+                    self.deadline = self.since + limits.read_timeout
                     self.server.progressed(self)
                 end = self.buffer.find(b"\r\n\r\n")
                 if end < 0:
@@ -470,12 +516,14 @@ class _Connection(asyncio.Protocol):
             f"Content-Length: {len(body)}\r\n{extra}{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
         )
         self._write(header.encode("latin-1") + body)
+        self.served += 1
         endpoint = head.path if head is not None and head.path in PROBE_PATHS else "provider"
         self.server.metrics.requests.inc(code=str(status), endpoint=endpoint)
         if close:
             self.close()
             return
         self.state = IDLE
+        self.since = now
         self.deadline = now + limits.idle_timeout
         self.server.progressed(self)
 

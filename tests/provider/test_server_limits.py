@@ -160,7 +160,7 @@ def test_at_the_connection_cap_the_oldest_idle_connection_makes_room(start_provi
     time.sleep(0.2)
     still_serving(running, pki)  # a third connection is admitted ...
     assert held[0].recv(1) == b""  # ... by closing the one idle the longest
-    assert running.metrics.evictions.value(state="idle") >= 1
+    assert running.metrics.evictions.value(state="idle_before_request") >= 1
     assert running.metrics.request_errors.value(reason="too_many_connections") == 0
     for sock in held:
         sock.close()

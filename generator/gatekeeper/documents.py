@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,23 @@ from typing import Any
 import yaml
 
 from generator.errors import InputError
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (about 4x faster than the pure-Python one)."""
+
+
+def _parse(text: str) -> list[Any]:
+    """The file's documents: JSON parsed as JSON (hundreds of times faster than any YAML loader), else YAML."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return [json.loads(text)]
+        except (ValueError, RecursionError):
+            pass  # not JSON after all (or a YAML flow mapping): let the YAML loader parse it or explain why
+    try:
+        return list(yaml.load_all(text, Loader=_YAML_LOADER))
+    except yaml.YAMLError:
+        # libyaml places some marks differently; the pure-Python loader names the error the way users see it
+        return list(yaml.safe_load_all(text))
 
 
 @dataclass(frozen=True)
@@ -29,7 +47,7 @@ def read_documents(path: str | Path) -> list[Document]:
     except UnicodeDecodeError as exc:
         raise InputError(str(path), "not UTF-8 text") from exc
     try:
-        raw = [d for d in yaml.safe_load_all(text) if d is not None]
+        raw = [d for d in _parse(text) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -251,11 +251,12 @@ class _Connection(asyncio.Protocol):
             return
         chunks = []
         try:
-            while True:
-                chunks.append(self.tls.read(65536))
+            while chunk := self.tls.read(65536):
+                chunks.append(chunk)
+            self.peer_eof = True  # b"": the client sent close_notify
         except ssl.SSLWantReadError:
             pass
-        except ssl.SSLZeroReturnError:  # close_notify: the client is done
+        except ssl.SSLZeroReturnError:
             self.peer_eof = True
         except ssl.SSLError as exc:
             self._log_debug("tls_read_failed", exc)

@@ -206,12 +206,16 @@ class KubeJobSetSource:
             cont = metadata.get("continue") or ""
             if not cont:
                 break
+        self.install_list(items, str(metadata.get("resourceVersion", "")))
+
+    def install_list(self, items: dict[tuple[str, str], Lookup], resource_version: str) -> None:
+        """Replace the cache with a complete list's answers and trust it (the end of a list)."""
         self._store, self._fragments = items, fragments_of(items)
-        self._resource_version = str(metadata.get("resourceVersion", ""))
+        self._resource_version = resource_version
         self._synced = True
         first = not self._ready.is_set()
         self._ready.set()
-        self._logger.info("jobsets_listed", count=len(items), resource_version=self._resource_version, first=first)
+        self._logger.info("jobsets_listed", count=len(items), resource_version=resource_version, first=first)
 
     def _watch(self) -> None:
         params = {

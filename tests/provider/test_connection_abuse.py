@@ -302,3 +302,20 @@ def test_an_old_keep_alive_connection_is_told_to_close(start_provider: StartProv
         while chunk := tls.recv(65536):
             data += chunk
         assert data.startswith(b"HTTP/1.1 200") and b"\r\nConnection: close\r\n" in data
+
+
+def test_a_client_close_notify_ends_the_connection_and_the_server_keeps_serving(
+    start_provider: StartProvider, pki: Pki
+) -> None:
+    running = start_provider(StaticJobSetSource(JOBSETS), limits=Limits(idle_timeout=30))
+    raw = socket.create_connection(("127.0.0.1", running.server.port), timeout=5)
+    tls = client_context(str(pki.ca)).wrap_socket(raw, server_hostname="127.0.0.1")
+    tls.sendall(post_bytes(["team-a/job1"]))
+    assert read_response(tls)[0] == 200
+    plain = tls.unwrap()  # TLS close_notify (answered by the server's), TCP stays open
+    wait_until(lambda: _open_connections(running) == 0, timeout=2)
+    assert plain.recv(1) == b""  # then the server closed the TCP connection
+    plain.close()
+    outcomes = Outcomes()
+    gatekeeper_lookup(running.server.port, client_context(str(pki.ca)), "team-a/job3", outcomes, [])
+    assert outcomes.ok == 1, outcomes.failures

@@ -15,6 +15,11 @@ MAX_HEADER_BYTES = 65536
 MAX_HEADERS = 100
 KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
+_PLAIN_HEAD = re.compile(
+    rb"(" + _TOKEN_CHARS + rb"+) ([^ \r\n]+) HTTP/1\.([01])((?:\r\n" + _TOKEN_CHARS + rb"+:[^\r\n]*)*)"
+)
+"""A well-formed head in one regex match (the common case); anything else goes through `_parse_strictly`."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,39 @@ class HeadError:
 
 
 def parse_head(head: bytes) -> RequestHead | HeadError:
-    """Parse `head` (request line and headers, without the final blank line)."""
+    """Parse `head` (request line and headers, without the final blank line).
+
+    Fast path: one regex match and a few byte searches accept a well-formed head; any head it does not
+    accept outright is parsed line by line by `_parse_strictly`, which alone decides errors."""
+    match = _PLAIN_HEAD.fullmatch(head)
+    if match is not None:
+        method = match.group(1).decode("ascii")
+        headers = match.group(4)
+        lowered = headers.lower()
+        at = lowered.find(b"\r\ncontent-length:")
+        if (
+            method in KNOWN_METHODS
+            and b"\r\ntransfer-encoding:" not in lowered
+            and (at < 0 or lowered.find(b"\r\ncontent-length:", at + 2) < 0)
+            and headers.count(b"\r\n") <= MAX_HEADERS
+        ):
+            length: int | None = None
+            if at >= 0:
+                end = headers.find(b"\r\n", at + 2)
+                raw = headers[at + 17 : end if end >= 0 else len(headers)].strip()
+                length = int(raw) if raw.isdigit() and len(raw) <= 18 else -1
+            if length != -1:
+                at = lowered.rfind(b"\r\nconnection:")
+                connection = b""
+                if at >= 0:
+                    end = lowered.find(b"\r\n", at + 2)
+                    connection = lowered[at + 13 : end if end >= 0 else len(lowered)].strip()
+                keep_alive = b"close" not in connection if match.group(3) == b"1" else b"keep-alive" in connection
+                return RequestHead(method, match.group(2).decode("latin-1").split("?", 1)[0], length, keep_alive)
+    return _parse_strictly(head)
+
+
+def _parse_strictly(head: bytes) -> RequestHead | HeadError:
     lines = head.split(b"\r\n")
     request_line = lines[0]
     parts = request_line.split(b" ")

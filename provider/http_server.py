@@ -431,7 +431,7 @@ class _Connection(asyncio.Protocol):
         started = time.perf_counter()
         server = self.server
         try:
-            document = json.loads(body)
+            document = json.loads(body.decode())  # Gatekeeper sends UTF-8; str skips json's encoding sniffing
         except (ValueError, UnicodeDecodeError) as exc:
             self._system_error(head, 400, "malformed_json", f"request body is not valid JSON: {str(exc)[:200]}")
             return

@@ -111,6 +111,11 @@ class KubeJobSetSource:
     def fragment(self, key: str) -> str | None:
         return self._fragments.get(key) if self._synced else None
 
+    @property
+    def fragments(self) -> dict[str, str]:
+        """Response items by key, authoritative only while `answers_from_memory()` (synced)."""
+        return self._fragments
+
     def lookup(self, namespace: str, name: str) -> Lookup:
         if self._synced:
             return self._store.get((namespace, name), NOT_FOUND)

@@ -99,6 +99,11 @@ class StaticJobSetSource:
     def fragment(self, key: str) -> str | None:
         return self._fragments.get(key)
 
+    @property
+    def fragments(self) -> dict[str, str]:
+        """Response items by key, for every JobSet (a valid key not in it is not found)."""
+        return self._fragments
+
     def answers_from_memory(self) -> bool:
         """Always: lookups never block (the server answers them on its event loop)."""
         return True

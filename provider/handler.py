@@ -120,15 +120,11 @@ class ProviderHandler:
         errors = 0
         lookup_in = self.source.lookup
         valid = KEY_PATTERN.fullmatch
-        fragment = getattr(self.source, "fragment", None)
         clock = self._clock
         deadline = None if self.timeout is None else clock() + self.timeout
         for key in keys:
             if deadline is not None and clock() > deadline:
                 message = f"request timed out after {self.timeout:g}s before this key"
-            elif fragment is not None and (item := fragment(key)) is not None:
-                parts.append(item)
-                continue
             elif len(key) > 317 or valid(key) is None:
                 message = invalid_key_error(key)
             else:
@@ -147,30 +143,32 @@ class ProviderHandler:
         return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
 
     def _memory_table(self) -> dict[str, str] | None:
-        """The source's response items by key, when it answers from memory right now (a key not in it is
-        not found); None when lookups must go through `lookup` (a watch cache that is not synced)."""
+        """The source's value JSON by key, when it answers from memory right now (a valid key not in it
+        is not found); None when lookups must go through `lookup` (a watch cache that is not synced)."""
         source = self.source
         answers_from_memory = getattr(source, "answers_from_memory", None)
         if answers_from_memory is None or not answers_from_memory():
             return None
-        return getattr(source, "fragments", None)
+        return getattr(source, "values_by_key", None)
 
     def _answer_from_table(self, keys: list[str], table: dict[str, str]) -> Answer:
         """`answer` for a source held in memory: one dict read per key, no deadline needed."""
         get = table.get
-        parts = [get(key) for key in keys]
-        if None not in parts:
-            return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys))  # type: ignore[arg-type]
+        parts: list[str] = []
         errors = 0
-        for index, item in enumerate(parts):
-            if item is None:
-                key = keys[index]
-                if parse_key(key) is None:
-                    errors += 1
-                    parts[index] = '{"key":' + _dumps(key) + ',"error":' + _dumps(invalid_key_error(key)) + "}"
-                else:  # a valid key is [a-z0-9.-/] only: safe to quote as is
-                    parts[index] = '{"key":"' + key + '","value":' + NOT_FOUND.value_json + "}"
-        return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)  # type: ignore[arg-type]
+        for key in keys:
+            value = get(key)
+            if value is not None:  # the key is exactly a served key: [a-z0-9.-/] only, safe to quote as is
+                parts.append('{"key":"' + key + '","value":' + value + "}")
+                continue
+            parsed = parse_key(key)
+            if parsed is None:
+                errors += 1
+                parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(invalid_key_error(key)) + "}")
+            else:
+                value = get(f"{parsed[0]}/{parsed[1]}", NOT_FOUND.value_json)
+                parts.append('{"key":' + _dumps(key) + ',"value":' + value + "}")
+        return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
 
 
 __all__ = ["API_VERSION", "MAX_KEYS", "Answer", "ProviderHandler", "parse_key", "provider_response"]

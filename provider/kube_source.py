@@ -26,11 +26,11 @@ from typing import Any
 import requests
 
 from provider.jobset_state import JOBSET_API_VERSION
-from provider.keys import parse_key, value_item_json
+from provider.keys import canonical_key
 from provider.kube_auth import KubeCredentials
 from provider.logs import JsonLogger
 from provider.metrics import ProviderMetrics
-from provider.sources import NOT_FOUND, Lookup, fragments_of
+from provider.sources import NOT_FOUND, Lookup, values_of
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class KubeJobSetSource:
         self._store: dict[tuple[str, str], Lookup] = {}
         """Answers prepared once per watch event (`Lookup.of`, the value only, shared between equal values):
         serving a key is one dict read."""
-        self._fragments: dict[str, str] = {}
-        """The same answers as complete response items, by key (the handler's fast path)."""
+        self._values: dict[str, str] = {}
+        """The same answers' value JSON by served key (the handler's fast path)."""
         self._resource_version = ""
         self._synced = False
         self._ready = threading.Event()
@@ -108,13 +108,10 @@ class KubeJobSetSource:
         """While synced, lookups are dict reads; otherwise they may GET from the API (off the event loop)."""
         return self._synced
 
-    def fragment(self, key: str) -> str | None:
-        return self._fragments.get(key) if self._synced else None
-
     @property
-    def fragments(self) -> dict[str, str]:
-        """Response items by key, authoritative only while `answers_from_memory()` (synced)."""
-        return self._fragments
+    def values_by_key(self) -> dict[str, str]:
+        """Value JSON by key, authoritative only while `answers_from_memory()` (synced)."""
+        return self._values
 
     def lookup(self, namespace: str, name: str) -> Lookup:
         if self._synced:
@@ -215,7 +212,7 @@ class KubeJobSetSource:
 
     def install_list(self, items: dict[tuple[str, str], Lookup], resource_version: str) -> None:
         """Replace the cache with a complete list's answers and trust it (the end of a list)."""
-        self._store, self._fragments = items, fragments_of(items)
+        self._store, self._values = items, values_of(items)
         self._resource_version = resource_version
         self._synced = True
         first = not self._ready.is_set()
@@ -265,13 +262,15 @@ class KubeJobSetSource:
         if kind in ("ADDED", "MODIFIED"):
             key = _key(obj)
             lookup = self._store[key] = Lookup.of(obj)
-            text = "/".join(key)
-            if parse_key(text) is not None:
-                self._fragments[text] = value_item_json(text, lookup.value_json)
+            text = canonical_key(*key)
+            if text is not None:
+                self._values[text] = lookup.value_json
         elif kind == "DELETED":
             key = _key(obj)
             self._store.pop(key, None)
-            self._fragments.pop("/".join(key), None)
+            text = canonical_key(*key)
+            if text is not None:
+                self._values.pop(text, None)
         elif kind != "BOOKMARK":
             raise WatchError(f"unknown watch event type {kind!r}")
         version = (obj.get("metadata") or {}).get("resourceVersion")

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from provider.jobset_state import JOBSET_API_VERSION, jobset_state
-from provider.keys import parse_key, value_item_json
+from provider.jobset_state import JOBSET_API_VERSION, active_replicated_jobs, jobset_state
+from provider.keys import canonical_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +32,14 @@ class Lookup:
 
     @classmethod
     def of(cls, jobset: dict[str, Any] | None) -> Lookup:
-        value = jobset_state(jobset)
-        value_json = json.dumps(value, separators=(",", ":"))
-        shared = _SHARED.get(value_json)
+        """The shared answer for `jobset` (None: not found); JSON is built once per distinct value."""
+        active = tuple(active_replicated_jobs(jobset)) if jobset is not None else None
+        shared = _SHARED.get(active)
         if shared is None:
-            shared = cls(value=value, value_json=value_json)
+            value = jobset_state(jobset)
+            shared = cls(value=value, value_json=json.dumps(value, separators=(",", ":")))
             if len(_SHARED) < _MAX_SHARED:
-                _SHARED[value_json] = shared
+                _SHARED[active] = shared
         return shared
 
     def answer(self) -> dict[str, Any]:
@@ -50,8 +51,8 @@ class Lookup:
         return bool(self.answer()["found"])
 
 
-_SHARED: dict[str, Lookup] = {}
-"""Interned answers by JSON: most JobSets share a handful of values, so 100k keys cost 100k pointers."""
+_SHARED: dict[tuple[str, ...] | None, Lookup] = {}
+"""Interned answers by active replicated jobs (None: not found): JobSets share a handful of values."""
 _MAX_SHARED = 4096
 
 
@@ -62,20 +63,23 @@ class JobSetSource(Protocol):
     def lookup(self, namespace: str, name: str) -> Lookup: ...
 
 
-class FragmentSource(Protocol):
-    """Optional fast path: the complete response item JSON for a key the source can answer from
-    memory right now, or None (then the handler parses the key and calls `lookup`)."""
+class MemorySource(Protocol):
+    """Optional fast path: while `answers_from_memory()`, `values_by_key` maps every served key
+    (`keys.canonical_key`) to its value's JSON, and a valid key missing from it is not found."""
 
-    def fragment(self, key: str) -> str | None: ...
+    def answers_from_memory(self) -> bool: ...
+
+    @property
+    def values_by_key(self) -> dict[str, str]: ...
 
 
-def fragments_of(lookups: dict[tuple[str, str], Lookup]) -> dict[str, str]:
-    """Response items for every valid key of a cache (keys that fail `parse_key` are left to `lookup`)."""
+def values_of(lookups: dict[tuple[str, str], Lookup]) -> dict[str, str]:
+    """Value JSON by served key for every JobSet of a cache (names that cannot be keys are left out)."""
     out: dict[str, str] = {}
     for (namespace, name), lookup in lookups.items():
-        key = f"{namespace}/{name}"
-        if parse_key(key) is not None:
-            out[key] = value_item_json(key, lookup.value_json)
+        key = canonical_key(namespace, name)
+        if key is not None:
+            out[key] = lookup.value_json
     return out
 
 
@@ -94,15 +98,12 @@ class StaticJobSetSource:
             namespace, name = metadata.get("namespace") or "default", metadata.get("name")
             if isinstance(name, str):
                 self._jobsets[(namespace, name)] = Lookup.of(obj)  # the answer only: the object is dropped
-        self._fragments = fragments_of(self._jobsets)
-
-    def fragment(self, key: str) -> str | None:
-        return self._fragments.get(key)
+        self._values = values_of(self._jobsets)
 
     @property
-    def fragments(self) -> dict[str, str]:
-        """Response items by key, for every JobSet (a valid key not in it is not found)."""
-        return self._fragments
+    def values_by_key(self) -> dict[str, str]:
+        """Value JSON by key, for every JobSet (a valid key not in it is not found)."""
+        return self._values
 
     def answers_from_memory(self) -> bool:
         """Always: lookups never block (the server answers them on its event loop)."""

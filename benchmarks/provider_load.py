@@ -332,8 +332,10 @@ def compare(servers: list[Server], mode: str, rounds: int, bins: Path, pki: Path
             if server.name.startswith("python"):
                 mine, theirs = per_server[server.name], per_server[anchor]
                 ratios[f"{server.name}/{anchor}"] = {
-                    "requests_per_s": spread([a["requests_per_s"] / b["requests_per_s"] for a, b in zip(mine, theirs)]),
-                    "p99": spread([a["p99_ms"] / max(b["p99_ms"], 0.001) for a, b in zip(mine, theirs)]),
+                    "requests_per_s": spread(
+                        [a["requests_per_s"] / b["requests_per_s"] for a, b in zip(mine, theirs, strict=True)]
+                    ),
+                    "p99": spread([a["p99_ms"] / max(b["p99_ms"], 0.001) for a, b in zip(mine, theirs, strict=True)]),
                 }
     return {"servers": summary, "ratios_per_round": ratios}
 
@@ -351,8 +353,17 @@ def make_pki(directory: Path) -> Path:
     return directory
 
 
+def machine_load() -> dict[str, float]:
+    """How busy the server's CPU is: microseconds for sum(range(1000)) pinned there (about 10 on an idle
+    core of this class), and the 1-minute load average."""
+    probe = "import timeit; print(timeit.timeit(lambda: sum(range(1000)), number=3000) / 3000 * 1e6)"
+    out = subprocess.run(["taskset", "-c", SERVER_CPU, sys.executable, "-c", probe], capture_output=True, text=True)
+    return {"sum_range_1000_us": round(float(out.stdout), 1), "loadavg_1m": os.getloadavg()[0]}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     bins = ensure_go_binaries()
+    load_before = machine_load()
     work = Path(tempfile.mkdtemp(prefix="ktp-provider-bench-"))
     pki = make_pki(work)
     result: dict[str, Any] = {"headline": {}, "matrix": [], "startup": []}
@@ -392,6 +403,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
     result["setup"] = {
         "machine_note": "2 cores shared with other agents' work: compare ratios within this run, not absolute figures",
+        "machine_load": {"before": load_before, "after": machine_load()},
         "server_cpu": SERVER_CPU,
         "client_cpu": CLIENT_CPU,
         "rounds": args.rounds,

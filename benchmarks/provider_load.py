@@ -5,7 +5,6 @@ Servers (each its own process, pinned to CPU 0 with taskset; all TLS 1.3 with mT
 - `python-watch-cache`: the provider over its watch-cache source (KubeJobSetSource), the cache filled
   directly from the same data with `install_list` (what a completed list does; no kube-apiserver, so
   100k JobSets fit in a run);
-- `python-asyncio`: `python` with uvloop hidden (stdlib asyncio event loop), for the stack choice;
 - `python-threaded-<ref>`: the previous server (http.server threads) from git `--compare-ref`, 10k only;
 - `go-provider`: benchmarks/go/provider, a stdlib Go provider with the same request/response/value;
 - `go-echo`: benchmarks/go/echo, a stdlib Go TLS 1.3 HTTP echo: the physical limit.
@@ -53,9 +52,6 @@ TARGETS = {
     "rss_mib_100k": 400.0,
     "objects_first_answer_s_100k": 5.0,
 }
-HIDE_UVLOOP = (
-    "import sys; sys.modules['uvloop'] = None; from generator.cli.main import main; sys.exit(main(sys.argv[1:]))"
-)
 
 
 # ----------------------------------------------------------------------------------- tools
@@ -188,9 +184,8 @@ def wait_first_answer(server: Server, pki: Path, timeout: float = 600) -> float:
     raise RuntimeError(f"{server.name} did not answer within {timeout} s")
 
 
-def python_command(data: Path, port: int, pki: Path, hide_uvloop: bool = False) -> list[str]:
-    head = [sys.executable, "-c", HIDE_UVLOOP] if hide_uvloop else [sys.executable, "-m", "generator.cli.main"]
-    return [*head, *serve_args(port, pki), "--objects", str(data)]
+def python_command(data: Path, port: int, pki: Path) -> list[str]:
+    return [sys.executable, "-m", "generator.cli.main", *serve_args(port, pki), "--objects", str(data)]
 
 
 def serve_args(port: int, pki: Path) -> list[str]:
@@ -233,8 +228,6 @@ def start_servers(
         port = free_port()
         if name == "python":
             command = python_command(data, port, pki)
-        elif name == "python-asyncio":
-            command = python_command(data, port, pki, hide_uvloop=True)
         elif name == "python-watch-cache":
             command = [sys.executable, "-m", "benchmarks.watch_cache_server", str(data), *serve_args(port, pki)[2:]]
         elif name.startswith("python-threaded"):
@@ -371,9 +364,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Headline: 10k JobSets, 10-key batches, every server, both connection patterns.
         data, keys = write_data(work, 10_000)
         bodies = write_bodies(work, keys, 10, "10000")
-        names = ["python", "python-watch-cache", "python-asyncio", "go-provider", "go-echo"]
+        names = ["python", "python-watch-cache", "go-provider", "go-echo"]
         if args.compare_ref:
-            names.insert(3, f"python-threaded-{args.compare_ref}")
+            names.insert(2, f"python-threaded-{args.compare_ref}")
         servers = start_servers(names, data, pki, bins, work, args.compare_ref)
         try:
             for mode in ("newconn", "keepalive"):

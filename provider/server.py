@@ -13,7 +13,6 @@ from provider.http_server import (
     Limits,
     ProviderHTTPServer,
     ServerThread,
-    new_event_loop,
     require_positive,
 )
 from provider.logs import JsonLogger
@@ -52,7 +51,7 @@ class ProviderServer:
         config: ServeConfig,
         metrics: ProviderMetrics | None = None,
         logger: JsonLogger | None = None,
-        loop_factory: Callable[[], asyncio.AbstractEventLoop] = new_event_loop,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
     ):
         self.source = source
         self.config = config

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from provider.keys import KEY_PATTERN, parse_key
+from provider.keys import parse_key
 from provider.sources import NOT_FOUND, JobSetSource, Lookup
 
 API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
@@ -119,25 +119,22 @@ class ProviderHandler:
         parts: list[str] = []
         errors = 0
         lookup_in = self.source.lookup
-        valid = KEY_PATTERN.fullmatch
+        parse = parse_key
         clock = self._clock
         deadline = None if self.timeout is None else clock() + self.timeout
         for key in keys:
             if deadline is not None and clock() > deadline:
                 message = f"request timed out after {self.timeout:g}s before this key"
-            elif len(key) > 317 or valid(key) is None:
+            elif (parsed := parse(key)) is None:
                 message = invalid_key_error(key)
             else:
-                namespace, _, name = key.partition("/")
-                if len(name) > 253:
-                    message = invalid_key_error(key)
-                else:
-                    lookup = lookup_in(namespace, name)
-                    if not lookup.error:  # a valid key is [a-z0-9.-/] only: safe to quote as is
-                        value = lookup.value_json or _dumps(lookup.answer())
-                        parts.append('{"key":"' + key + '","value":' + value + "}")
-                        continue
-                    message = lookup.error
+                lookup = lookup_in(*parsed)
+                if not lookup.error:
+                    parts.append(
+                        '{"key":' + _dumps(key) + ',"value":' + (lookup.value_json or _dumps(lookup.answer())) + "}"
+                    )
+                    continue
+                message = lookup.error
             errors += 1
             parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
         return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)

@@ -5,9 +5,9 @@ connection that runs TLS itself through `ssl.SSLObject` memory BIOs (so each con
 current, possibly reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with
 provider.http_request.
 
-Why, measured (benchmarks/provider_load.py, 2026-11-23, 10k JobSets, 10-key requests, TLS 1.3 with
-mTLS, server pinned to one core, Go load generator on the other; the machine was shared and busy, so
-compare within the run; medians of 3 alternating rounds):
+Why, measured (benchmarks/provider_load.py, 2026-11-23, benchmarks/results/provider_stack_choice.json:
+10k JobSets, 10-key requests, TLS 1.3 with mTLS, server pinned to one core, Go load generator on the
+other; the machine was shared and busy, so compare within the run; medians of 3 alternating rounds):
 
     server                       new mTLS connection per lookup      keep-alive
                                  lookups/s  CPU/lookup  vs Go        req/s  CPU/req  vs Go

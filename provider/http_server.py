@@ -71,8 +71,9 @@ HANDSHAKE_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 2.0
 MAX_CONNECTION_AGE_SECONDS = 300.0
 SWEEP_SECONDS = 0.05
-EVICTION_GRACE = 0.1
-"""Seconds a new or freshly handshaken connection is protected from eviction (unless nothing else can go)."""
+EVICTION_GRACE = 1.0
+"""Seconds a new or freshly handshaken connection is protected from eviction (unless nothing else can go):
+long enough for a loaded event loop to read a real client's first bytes."""
 BLOCKING_WORKERS = 16
 """Threads for requests that may call the Kubernetes API (cache not synced)."""
 
@@ -321,7 +322,7 @@ class _Connection(asyncio.Protocol):
         return _NOT_EVICTABLE
 
     def describe(self, now: float) -> str:
-        names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "handshake")
+        names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "young")
         return names[self.eviction_rank(now)]
 
     # ---------------------------------------------------------------- TLS

@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BUNDLE_PROVIDER = REPO / "bundles" / "gatekeeper" / "v2.0" / "trainjob-override-mutability" / "provider.yaml"
 
+
 def render(path: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
     assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
     out = subprocess.run(

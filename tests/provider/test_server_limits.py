@@ -182,7 +182,7 @@ def test_at_the_connection_cap_the_oldest_idle_connection_makes_room(start_provi
         )
         for _ in range(2)
     ]
-    time.sleep(0.2)
+    time.sleep(1.2)  # past the eviction grace of a fresh connection
     still_serving(running, pki)  # a third connection is admitted ...
     assert held[0].recv(1) == b""  # ... by closing the one idle the longest
     assert running.metrics.evictions.value(state="idle_before_request") >= 1

@@ -71,9 +71,11 @@ HANDSHAKE_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 2.0
 MAX_CONNECTION_AGE_SECONDS = 300.0
 SWEEP_SECONDS = 0.05
-EVICTION_GRACE = 1.0
-"""Seconds a new or freshly handshaken connection is protected from eviction (unless nothing else can go):
-long enough for a loaded event loop to read a real client's first bytes."""
+SILENCE_GRACE = 1.0
+"""Seconds a connection that has sent nothing is kept from eviction before anything else: a real client
+sends its TLS ClientHello at once, but a loaded event loop may take a while to read it."""
+PROGRESS_GRACE = 0.1
+"""Seconds a connection that just made progress (handshake done, request started) is kept from eviction."""
 BLOCKING_WORKERS = 16
 """Threads for requests that may call the Kubernetes API (cache not synced)."""
 
@@ -300,26 +302,22 @@ class _Connection(asyncio.Protocol):
     def eviction_rank(self, now: float) -> int:
         """Who goes first when a new connection needs a slot (lower goes first); equal ranks go oldest first.
 
-        0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for EVICTION_GRACE; 2 handshake
-        done but no request for EVICTION_GRACE; 3 a request still arriving; 4 nothing received yet, younger than
-        EVICTION_GRACE (under a flood the loop may accept many connections before it reads any); 5 a handshake in
-        progress or a request just due (a real client is there for a millisecond). Busy connections (an answer
-        being computed) are never evicted."""
+        0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for SILENCE_GRACE; 2 handshake
+        done but no request for PROGRESS_GRACE; 3 a handshake or request still arriving after PROGRESS_GRACE
+        (trickling); 4 nothing received yet, younger than SILENCE_GRACE (under load the loop may accept many
+        connections before it reads the bytes a real client sent at once); 5 progress within PROGRESS_GRACE
+        (a real client is there for a few milliseconds). Busy connections (an answer being computed) are never
+        evicted."""
         state = self.state
-        young = now - self.since < EVICTION_GRACE
-        if state == IDLE:
-            if self.served:
-                return 0
-            if young:
-                return 4 if self.silent else 5
-            return 1 if self.silent else 2
-        if state == HANDSHAKE:
-            if self.silent:
-                return 4 if young else 1
+        if state in (BUSY, CLOSED):
+            return _NOT_EVICTABLE
+        if state == IDLE and self.served:
+            return 0
+        if self.silent:
+            return 1 if now - self.opened >= SILENCE_GRACE else 4
+        if now - self.since < PROGRESS_GRACE:
             return 5
-        if state == READING:
-            return 3
-        return _NOT_EVICTABLE
+        return 2 if state == IDLE else 3
 
     def describe(self, now: float) -> str:
         names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "young")

@@ -257,7 +257,8 @@ def test_idle_and_trickling_connections_never_lock_out_lookups_or_probes(
         for sock in kept:
             sock.close()
     evicted = running.metrics.evictions
-    assert lookups.failures == [] and probes.failures == [], (lookups.failures[:3], probes.failures[:3], evicted.render())
+    failures = (lookups.failures[:3], probes.failures[:3], evicted.render())
+    assert lookups.failures == [] and probes.failures == [], failures
     assert lookups.ok >= 20 and probes.ok >= 20
     assert lookups.slowest < 1.0 and probes.slowest < 1.0, (lookups.slowest, probes.slowest)
     assert opened > 2 * 2 * cap  # the abusers held 2x the cap on each port, and were evicted and came back

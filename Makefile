@@ -36,6 +36,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 bench: install
+	scripts/ensure-bench-tools.sh
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from provider.jobset_state import jobset_state
 from provider.keys import parse_key
-from provider.sources import JobSetSource, Lookup
+from provider.sources import NOT_FOUND, JobSetSource, Lookup
 
 API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
 MAX_KEYS = 1000
@@ -106,7 +105,7 @@ class ProviderHandler:
             elif lookup.error:
                 items.append({"key": key, "error": lookup.error})
             else:
-                items.append({"key": key, "value": jobset_state(lookup.jobset)})
+                items.append({"key": key, "value": lookup.answer()})
         return 200, provider_response(items)
 
     def answer(self, body: Any) -> Answer:
@@ -114,30 +113,58 @@ class ProviderHandler:
         keys = self.keys_of(body)
         if isinstance(keys, str):
             return Answer(_dumps(provider_response([], system_error=keys)).encode(), system_error=keys)
+        table = self._memory_table()
+        if table is not None:
+            return self._answer_from_table(keys, table)
         parts: list[str] = []
         errors = 0
         lookup_in = self.source.lookup
         parse = parse_key
-        fragment = getattr(self.source, "fragment", None)
         clock = self._clock
         deadline = None if self.timeout is None else clock() + self.timeout
         for key in keys:
             if deadline is not None and clock() > deadline:
                 message = f"request timed out after {self.timeout:g}s before this key"
-            elif fragment is not None and (item := fragment(key)) is not None:
-                parts.append(item)
-                continue
             elif (parsed := parse(key)) is None:
                 message = invalid_key_error(key)
             else:
                 lookup = lookup_in(*parsed)
-                if not lookup.error:  # a valid key is [A-Za-z0-9._:#/-] only: safe to quote as is
-                    value = lookup.value_json or _dumps(jobset_state(lookup.jobset))
-                    parts.append('{"key":"' + key + '","value":' + value + "}")
+                if not lookup.error:
+                    parts.append(
+                        '{"key":' + _dumps(key) + ',"value":' + (lookup.value_json or _dumps(lookup.answer())) + "}"
+                    )
                     continue
                 message = lookup.error
             errors += 1
             parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
+        return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
+
+    def _memory_table(self) -> dict[str, str] | None:
+        """The source's value JSON by key, when it answers from memory right now (a valid key not in it
+        is not found); None when lookups must go through `lookup` (a watch cache that is not synced)."""
+        source = self.source
+        answers_from_memory = getattr(source, "answers_from_memory", None)
+        if answers_from_memory is None or not answers_from_memory():
+            return None
+        return getattr(source, "values_by_key", None)
+
+    def _answer_from_table(self, keys: list[str], table: dict[str, str]) -> Answer:
+        """`answer` for a source held in memory: one dict read per key, no deadline needed."""
+        get = table.get
+        parts: list[str] = []
+        errors = 0
+        for key in keys:
+            value = get(key)
+            if value is not None:  # the key is exactly a served key: [a-z0-9.-/] only, safe to quote as is
+                parts.append('{"key":"' + key + '","value":' + value + "}")
+                continue
+            parsed = parse_key(key)
+            if parsed is None:
+                errors += 1
+                parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(invalid_key_error(key)) + "}")
+            else:
+                value = get(f"{parsed[0]}/{parsed[1]}", NOT_FOUND.value_json)
+                parts.append('{"key":' + _dumps(key) + ',"value":' + value + "}")
         return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
 
 

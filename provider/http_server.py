@@ -1,43 +1,64 @@
 """The HTTPS server that carries ProviderRequests, plus /healthz, /readyz and /metrics.
 
-Stack: the standard library's ThreadingHTTPServer with `ssl`, one thread per keep-alive
-connection. Chosen by measurement before writing it (prototypes of each stack answering 10-key
-ProviderRequests over TLS 1.3 keep-alive, load generator in another process, 2 cores, 4 s runs):
+Stack: one stdlib asyncio event loop in its own thread, and a hand-written `asyncio.Protocol` per
+connection that runs TLS itself through `ssl.SSLObject` memory BIOs (so each connection gets the
+current, possibly reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with
+provider.http_request.
 
-    stack (32 connections)       JSON answers req/s   own bare TLS echo req/s   answers/echo
-    ThreadingHTTPServer + ssl    9,350 - 9,700        11,100 - 13,600           71 - 84 %
-    asyncio Protocol (stdlib)    7,550 - 7,650        20,300 - 22,500           34 - 37 %
-    asyncio + uvloop             3,550 - 7,450        10,800 - 16,000           33 - 47 %
+Why, measured (benchmarks/provider_load.py, 2026-11-23, benchmarks/results/provider_stack_choice.json:
+10k JobSets, 10-key requests, TLS 1.3 with mTLS, server pinned to one core, Go load generator on the
+other; the machine was shared and busy, so compare within the run; medians of 3 alternating rounds):
 
-(8 connections: threading 8,100 vs asyncio 6,700 - 10,500 answers/s, ratios 58 % vs 30 - 47 %.)
-asyncio's echo is fast, but CPython runs its TLS through a Python-level memory-BIO layer that
-competes with the JSON work on the one event-loop thread; blocking `ssl` sockets release the GIL
-inside OpenSSL, so crypto overlaps the Python work on the second core. The design targets (>= 1,000
-req/s, p99 < 10 ms, >= 70 % of the echo server) are met only by the threaded server; Gatekeeper
-keeps a few long-lived connections, so thread-per-connection is cheap; blocking code keeps the
-live-GET fallback and its timeouts simple; and it needs no third-party dependency.
-benchmarks/provider_load.py measures the finished server against an echo server on this stack.
+    server                       new mTLS connection per lookup      keep-alive
+                                 lookups/s  CPU/lookup  vs Go        req/s  CPU/req  vs Go
+    this stack (asyncio)           151       2,125 us   0.46x        1,825   189 us  0.44x
+    same stack on uvloop           140       2,340 us   0.46x        1,771   188 us  0.40x
+    previous ThreadingHTTPServer   149       2,174 us   0.48x        1,695   176 us  0.38x
+    Go stdlib provider             307       1,110 us   1            4,279    83 us  1
+    Go TLS 1.3 echo                303       1,030 us                9,362    39 us
 
-Limits: body size (413), key count (systemError), a per-request deadline below Gatekeeper's
-timeout, an idle/read timeout per connection, a cap on concurrent connections, headers capped by
-http.server (431/414). Every error is a JSON ProviderResponse with `systemError`; the server keeps
-serving.
+Per request the three Python stacks cost the same within noise: a lookup on a new connection is
+~90 % TLS handshake inside OpenSSL 3.0 (about twice Go's crypto/tls), and keep-alive requests are
+dominated by the same syscalls and JSON work in every stack; uvloop bought nothing measurable, so it
+is not a dependency. What decided the stack is control: Gatekeeper opens a new connection per lookup
+and never closes it, so the server must own every connection from accept to close, with deadlines,
+a cap that idle sockets cannot exhaust and eviction, which one event loop and one connection table
+give directly (a thread per idle socket cannot be evicted from outside).
+
+Bounded connection handling (every connection, TLS or plain, main or health port):
+- one table of open connections, counted from the TCP accept (before the TLS handshake);
+- deadlines, checked by a sweeper every SWEEP_SECONDS: the TLS handshake must finish within
+  `handshake_timeout`; a request must arrive complete (head and body) within `read_timeout` of its
+  first byte (trickling does not extend it); a connection with no request in progress is closed
+  after `idle_timeout` (1 s by default: Gatekeeper never reuses or closes its connections, so the
+  server must); a connection older than `max_connection_age` is told `Connection: close` with its
+  next response;
+- at `max_connections`, a new connection evicts the least useful open one (`eviction_rank`: answered
+  and idle, silent, idle before a request, still sending, then young or handshaking); connections
+  whose request is being answered are never evicted, so idle or trickling sockets cannot lock real
+  clients or probes out;
+- a request whose source answers from memory is answered on the loop; one that may call the
+  Kubernetes API (watch cache not synced) runs on a small thread pool.
+Every error is a JSON ProviderResponse with `systemError`; the server keeps serving.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import socket
 import ssl
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, fields
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from provider.handler import ProviderHandler, provider_response
+from provider.handler import Answer, ProviderHandler, provider_response
+from provider.http_request import MAX_HEADER_BYTES, HeadError, RequestHead, parse_head
 from provider.logs import JsonLogger
 from provider.metrics import ProviderMetrics
 from provider.tls import ReloadingTLS
@@ -45,8 +66,39 @@ from provider.tls import ReloadingTLS
 PROBE_PATHS = ("/healthz", "/readyz", "/metrics")
 MAX_BODY_BYTES = 1 << 20
 MAX_CONNECTIONS = 256
-IDLE_TIMEOUT_SECONDS = 30.0
-HANDSHAKE_TIMEOUT_SECONDS = 5.0
+IDLE_TIMEOUT_SECONDS = 1.0
+HANDSHAKE_TIMEOUT_SECONDS = 3.0
+READ_TIMEOUT_SECONDS = 2.0
+MAX_CONNECTION_AGE_SECONDS = 300.0
+SWEEP_SECONDS = 0.05
+SILENCE_GRACE = 1.0
+"""Seconds a connection that has sent nothing is kept from eviction before anything else: a real client
+sends its TLS ClientHello at once, but a loaded event loop may take a while to read it."""
+PROGRESS_GRACE = 0.1
+"""Seconds a connection that just made progress (handshake done, request started) is kept from eviction."""
+BLOCKING_WORKERS = 16
+"""Threads for requests that may call the Kubernetes API (cache not synced)."""
+
+
+class InvalidSetting(ValueError):
+    """A limit or setting that cannot work (zero connections, a negative timeout); names the setting."""
+
+    def __init__(self, setting: str, reason: str):
+        self.setting = setting
+        self.reason = reason
+        super().__init__(f"{setting}: {reason}")
+
+
+def require_positive(owner: object, *, except_for: tuple[str, ...] = ()) -> None:
+    """Every numeric field of a settings dataclass (but `except_for`) must be > 0 and finite."""
+    for item in fields(owner):  # type: ignore[arg-type]
+        if item.name in except_for:
+            continue
+        value = getattr(owner, item.name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not value > 0 or value == float("inf"):
+            raise InvalidSetting(item.name, f"must be a positive number, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -54,20 +106,29 @@ class Limits:
     max_body_bytes: int = MAX_BODY_BYTES
     max_connections: int = MAX_CONNECTIONS
     idle_timeout: float = IDLE_TIMEOUT_SECONDS
+    """Seconds a connection may wait for its next request (or its first, after the handshake)."""
     handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
+    read_timeout: float = READ_TIMEOUT_SECONDS
+    """Seconds from a request's first byte until it must be complete."""
+    max_connection_age: float = MAX_CONNECTION_AGE_SECONDS
+
+    def __post_init__(self) -> None:
+        require_positive(self)
 
 
 def _json(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-class ProviderHTTPServer(ThreadingHTTPServer):
-    """Accepts, wraps each connection with the *current* TLS context (so rotated certificates apply
-    to new connections at once) and hands it to a thread; refuses connections above the cap."""
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
 
-    daemon_threads = True
-    request_queue_size = 128
-    allow_reuse_address = True
+# connection states
+HANDSHAKE, IDLE, READING, BUSY, CLOSED = range(5)
+_NOT_EVICTABLE = 99
+
+
+class ProviderHTTPServer:
+    """One listening socket served by `_Connection` protocols on the owner's event loop."""
 
     def __init__(
         self,
@@ -85,125 +146,346 @@ class ProviderHTTPServer(ThreadingHTTPServer):
         self.tls = tls
         self.limits = limits
         self.is_ready = is_ready
-        self._slots = threading.BoundedSemaphore(limits.max_connections)
-        super().__init__(address, _RequestHandler)
-
-    def get_request(self) -> tuple[Any, Any]:
-        sock, address = self.socket.accept()
-        if self.tls is not None:
-            sock = self.tls.current().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.metrics.request_errors.inc(reason="too_many_connections")
-            self.logger.warning("connection_refused", reason="too many connections", peer=str(client_address))
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        self.logger.warning("connection_error", peer=str(client_address), error=f"{type(exc).__name__}: {exc}")
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    server: ProviderHTTPServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server_version = "trainer-policy-provider"
-    sys_version = ""
-
-    def setup(self) -> None:
-        self._failed = False
-        self.timeout = self.server.limits.idle_timeout
-        if isinstance(self.request, ssl.SSLSocket):
-            self.request.settimeout(self.server.limits.handshake_timeout)
-            try:
-                self.request.do_handshake()
-            except (ssl.SSLError, OSError) as exc:
-                self._failed = True
-                self.server.metrics.request_errors.inc(reason="tls_handshake")
-                self.server.logger.info("tls_handshake_failed", peer=str(self.client_address), error=str(exc)[:300])
-        super().setup()
-
-    def handle(self) -> None:
-        if not self._failed:
-            try:
-                super().handle()
-            except (OSError, ssl.SSLError) as exc:  # peer vanished mid-request
-                self.server.logger.debug("connection_closed", peer=str(self.client_address), error=str(exc)[:200])
-
-    # -------------------------------------------------------------- responses
-    def _send(self, status: int, body: bytes, content_type: str = "application/json", **headers: str) -> None:
-        lines = [
-            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
-            f"Content-Type: {content_type}",
-            f"Content-Length: {len(body)}",
-        ]
-        lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
-        if self.close_connection:
-            lines.append("Connection: close")
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        path = self.path.split("?", 1)[0] if isinstance(getattr(self, "path", None), str) else ""
-        self.server.metrics.requests.inc(code=str(status), endpoint=path if path in PROBE_PATHS else "provider")
-
-    def _system_error(self, status: int, reason: str, message: str, **headers: str) -> None:
-        self.server.metrics.request_errors.inc(reason=reason)
-        self.server.logger.info(
-            "request_rejected", status=status, reason=reason, message=message[:300], peer=str(self.client_address)
+        self.connections: dict[int, _Connection] = {}
+        """Open connections, least recent progress first (a connection moves to the end when it makes progress)."""
+        self.executor: ThreadPoolExecutor | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._asyncio_server: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.socket = socket.create_server(address, family=family, backlog=1024)
+        self.socket.setblocking(False)
+        self.server_address = self.socket.getsockname()
+        self._answers_from_memory: Callable[[], bool] = getattr(
+            getattr(handler, "source", None), "answers_from_memory", lambda: False
         )
-        self._send(status, _json(provider_response([], system_error=message)), **headers)
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own errors (bad request line, header limits, unknown method) as JSON."""
-        self.close_connection = True
-        self._system_error(code, f"http_{code}", message or HTTPStatus(code).phrase)
+    # ---------------------------------------------------------------- lifecycle (on the loop)
+    async def start(self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
+        self.loop, self.executor = loop, executor
+        self._asyncio_server = await loop.create_server(lambda: _Connection(self), sock=self.socket, backlog=1024)
+        self._sweeper = loop.call_later(SWEEP_SECONDS, self._sweep)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # structured logs only
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._asyncio_server is not None:
+            self._asyncio_server.close()
+        for connection in list(self.connections.values()):
+            connection.abort()
+        if self._asyncio_server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._asyncio_server.wait_closed(), 2.0)
 
-    # ---------------------------------------------------------------- methods
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/healthz":
-            self._send(200, b"ok\n", "text/plain")
-        elif path == "/readyz":
-            if self.server.is_ready():
-                self._send(200, b"ok\n", "text/plain")
-            else:
-                self._send(503, b"not ready: the first list of JobSets has not completed\n", "text/plain")
-        elif path == "/metrics":
-            self._send(200, self.server.metrics.render().encode(), "text/plain; version=0.0.4")
-        else:
-            self._system_error(405, "method_not_allowed", "the provider endpoint accepts POST only", Allow="POST")
+    # ---------------------------------------------------------------- connection table
+    def admit(self, connection: _Connection) -> bool:
+        """Register a new connection; at the cap, evict the least useful one (`_eviction_rank`).
+        False (refuse) only when every open connection is busy being answered."""
+        if len(self.connections) >= self.limits.max_connections:
+            victim, best = None, _NOT_EVICTABLE
+            now = time.monotonic()
+            for candidate in self.connections.values():  # least recent progress first
+                rank = candidate.eviction_rank(now)
+                if rank < best:
+                    victim, best = candidate, rank
+                    if rank == 0:
+                        break
+            if victim is None:
+                self.metrics.request_errors.inc(reason="too_many_connections")
+                self.logger.warning("connection_refused", reason="every connection is busy", peer=connection.peer)
+                return False
+            self.metrics.evictions.inc(state=victim.describe(now))
+            self.logger.debug("connection_evicted", state=victim.describe(now), peer=victim.peer)
+            victim.abort()
+        self.connections[id(connection)] = connection
+        return True
 
-    def _not_allowed(self) -> None:
-        allow = "GET" if self.path.split("?", 1)[0] in PROBE_PATHS else "POST"
-        self._system_error(405, "method_not_allowed", f"method {self.command} not allowed here", Allow=allow)
+    def progressed(self, connection: _Connection) -> None:
+        key = id(connection)
+        if self.connections.pop(key, None) is not None:
+            self.connections[key] = connection
 
-    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _not_allowed
+    def forget(self, connection: _Connection) -> None:
+        self.connections.pop(id(connection), None)
 
-    def do_POST(self) -> None:
-        started = time.perf_counter()
-        if self.server.provider_handler is None or self.path.split("?", 1)[0] in PROBE_PATHS:
-            self._not_allowed()
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        try:
+            for connection in list(self.connections.values()):
+                if connection.deadline < now and connection.state != BUSY:
+                    connection.expire()
+        finally:
+            assert self.loop is not None
+            self._sweeper = self.loop.call_later(SWEEP_SECONDS, self._sweep)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: TLS through memory BIOs, HTTP/1.1 requests one after another."""
+
+    def __init__(self, server: ProviderHTTPServer):
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.tls: ssl.SSLObject | None = None
+        self.incoming: ssl.MemoryBIO | None = None
+        self.outgoing: ssl.MemoryBIO | None = None
+        self.buffer = b""
+        self.pending: RequestHead | None = None
+        self.body_start = 0
+        self.state = IDLE
+        self.opened = time.monotonic()
+        self.since = self.opened
+        """When the connection last entered its state (accept, handshake done, request started, answered)."""
+        self.deadline = self.opened
+        self.peer = ""
+        self.peer_eof = False
+        self.silent = True
+        """No byte received yet."""
+        self.served = 0
+        """Responses sent."""
+
+    # ---------------------------------------------------------------- asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        server = self.server
+        if not server.admit(self):
+            self.state = CLOSED
+            transport.abort()
             return
-        body = self._read_body()
-        if body is None:
+        if server.tls is not None:
+            self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            self.tls = server.tls.current().wrap_bio(self.incoming, self.outgoing, server_side=True)
+            self.state = HANDSHAKE
+            self.deadline = self.opened + server.limits.handshake_timeout
+        else:
+            self.deadline = self.opened + server.limits.idle_timeout
+
+    def data_received(self, data: bytes) -> None:
+        if self.state == CLOSED:
+            return
+        self.silent = False
+        if self.tls is None:
+            self._feed(data)
+            return
+        assert self.incoming is not None
+        self.incoming.write(data)
+        if self.state == HANDSHAKE and not self._handshake():
+            return
+        chunks = []
+        try:
+            while chunk := self.tls.read(65536):
+                chunks.append(chunk)
+            self.peer_eof = True  # b"": the client sent close_notify
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:
+            self.peer_eof = True
+        except ssl.SSLError as exc:
+            self._log_debug("tls_read_failed", exc)
+            self.abort()
+            return
+        self._flush_tls()  # post-handshake messages (key updates) may need an answer
+        if chunks:
+            self._feed(b"".join(chunks))
+        if self.peer_eof and self.state != BUSY:
+            self.close()
+
+    def eof_received(self) -> bool:
+        self.peer_eof = True
+        return self.state == BUSY  # keep the transport open to send the answer being computed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.state = CLOSED
+        self.server.forget(self)
+
+    def eviction_rank(self, now: float) -> int:
+        """Who goes first when a new connection needs a slot (lower goes first); equal ranks go oldest first.
+
+        0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for SILENCE_GRACE; 2 handshake
+        done but no request for PROGRESS_GRACE; 3 a handshake or request still arriving after PROGRESS_GRACE
+        (trickling); 4 nothing received yet, younger than SILENCE_GRACE (under load the loop may accept many
+        connections before it reads the bytes a real client sent at once); 5 progress within PROGRESS_GRACE
+        (a real client is there for a few milliseconds). Busy connections (an answer being computed) are never
+        evicted."""
+        state = self.state
+        if state in (BUSY, CLOSED):
+            return _NOT_EVICTABLE
+        if state == IDLE and self.served:
+            return 0
+        if self.silent:
+            return 1 if now - self.opened >= SILENCE_GRACE else 4
+        if now - self.since < PROGRESS_GRACE:
+            return 5
+        return 2 if state == IDLE else 3
+
+    def describe(self, now: float) -> str:
+        names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "young")
+        return names[self.eviction_rank(now)]
+
+    # ---------------------------------------------------------------- TLS
+    def _handshake(self) -> bool:
+        assert self.tls is not None
+        try:
+            self.tls.do_handshake()
+        except ssl.SSLWantReadError:
+            self._flush_tls()
+            return False
+        except (ssl.SSLError, ValueError) as exc:
+            self._flush_tls()  # the alert tells the client why
+            self.server.metrics.request_errors.inc(reason="tls_handshake")
+            self.server.logger.info("tls_handshake_failed", peer=self.peer, error=str(exc)[:300])
+            self.abort()
+            return False
+        self._flush_tls()
+        self.state = IDLE
+        self.since = time.monotonic()
+        self.deadline = self.since + self.server.limits.idle_timeout
+        self.server.progressed(self)
+        return True
+
+    def _flush_tls(self) -> None:
+        assert self.outgoing is not None and self.transport is not None
+        if self.outgoing.pending:
+            self.transport.write(self.outgoing.read())
+
+    def _write(self, data: bytes) -> None:
+        assert self.transport is not None
+        if self.tls is None:
+            self.transport.write(data)
             return
         try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._system_error(400, "malformed_json", f"request body is not valid JSON: {str(exc)[:200]}")
+            self.tls.write(data)
+        except ssl.SSLError as exc:
+            self._log_debug("tls_write_failed", exc)
+            self.abort()
             return
-        answer = self.server.provider_handler.answer(document)
+        self._flush_tls()
+
+    # ---------------------------------------------------------------- HTTP
+    def _feed(self, data: bytes) -> None:
+        self.buffer = self.buffer + data if self.buffer else data
+        if self.state == BUSY:
+            if len(self.buffer) > self.server.limits.max_body_bytes + MAX_HEADER_BYTES:
+                self.abort()
+            return
+        self._process()
+
+    def _process(self) -> None:
+        """Answer every complete request in the buffer, in order; note when one is incomplete."""
+        limits = self.server.limits
+        while self.state in (IDLE, READING) and self.buffer:
+            head = self.pending
+            if head is None:
+                if self.state == IDLE:
+                    self.buffer = self.buffer.lstrip(b"\r\n")  # RFC 9112 2.2: empty lines before a request
+                    if not self.buffer:
+                        return
+                    self.state = READING
+                    self.since = time.monotonic()
+                    self.deadline = self.since + limits.read_timeout
+                    self.server.progressed(self)
+                end = self.buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(self.buffer) > MAX_HEADER_BYTES:
+                        self._refuse(HeadError(431, "http_431", f"request head exceeds {MAX_HEADER_BYTES} bytes"))
+                    return
+                if end > MAX_HEADER_BYTES:
+                    self._refuse(HeadError(431, "http_431", f"request head exceeds {MAX_HEADER_BYTES} bytes"))
+                    return
+                parsed = parse_head(self.buffer[:end])
+                if isinstance(parsed, HeadError):
+                    self._refuse(parsed)
+                    return
+                head, self.pending, self.body_start = parsed, parsed, end + 4
+            length = head.content_length or 0
+            if head.method == "POST" and head.content_length is None:
+                self._refuse(HeadError(411, "no_content_length", "Content-Length is required"))
+                return
+            if length > limits.max_body_bytes:
+                self._refuse(
+                    HeadError(
+                        413, "body_too_large", f"request body of {length} bytes exceeds {limits.max_body_bytes} bytes"
+                    )
+                )
+                return
+            end = self.body_start + length
+            if len(self.buffer) < end:
+                return  # wait for the rest of the body (within read_timeout)
+            body = self.buffer[self.body_start : end]
+            self.buffer = self.buffer[end:]
+            self.pending = None
+            self._dispatch(head, body)
+
+    def _dispatch(self, head: RequestHead, body: bytes) -> None:
+        server = self.server
+        path = head.path
+        try:
+            if head.method == "GET" and path in PROBE_PATHS:
+                self._probe(head, path)
+            elif head.method == "POST" and server.provider_handler is not None and path not in PROBE_PATHS:
+                self._provider(head, body)
+            elif head.method == "GET":
+                self._system_error(head, 405, "method_not_allowed", "the provider endpoint accepts POST only", "POST")
+            else:
+                allow = "GET" if path in PROBE_PATHS else "POST"
+                self._system_error(head, 405, "method_not_allowed", f"method {head.method} not allowed here", allow)
+        except Exception as exc:  # a bug must not kill the connection without an answer
+            server.logger.error("internal_error", error=f"{type(exc).__name__}: {str(exc)[:300]}", peer=self.peer)
+            self._system_error(head, 500, "internal_error", "internal error in the provider", close=True)
+
+    def _probe(self, head: RequestHead, path: str) -> None:
+        server = self.server
+        if path == "/healthz":
+            self._send(head, 200, b"ok\n", "text/plain")
+        elif path == "/readyz":
+            if server.is_ready():
+                self._send(head, 200, b"ok\n", "text/plain")
+            else:
+                self._send(head, 503, b"not ready: the first list of JobSets has not completed\n", "text/plain")
+        else:
+            self._send(head, 200, server.metrics.render().encode(), "text/plain; version=0.0.4")
+
+    def _provider(self, head: RequestHead, body: bytes) -> None:
+        started = time.perf_counter()
+        server = self.server
+        try:
+            document = json.loads(body.decode())  # Gatekeeper sends UTF-8; str skips json's encoding sniffing
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._system_error(head, 400, "malformed_json", f"request body is not valid JSON: {str(exc)[:200]}")
+            return
+        except RecursionError:
+            self._system_error(head, 400, "malformed_json", "request body is nested too deeply to be a ProviderRequest")
+            return
+        handler = server.provider_handler
+        assert handler is not None
+        if server._answers_from_memory():
+            self._answered(head, handler.answer(document), started)
+            return
+        # The source may call the Kubernetes API: answer on a thread, keep the loop serving.
+        assert server.executor is not None and server.loop is not None
+        self.state = BUSY
+        loop = server.loop
+        future: Future[Answer] = server.executor.submit(handler.answer, document)
+        future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._answered_later, head, done, started))
+
+    def _answered_later(self, head: RequestHead, done: Future[Answer], started: float) -> None:
+        if self.state == CLOSED:
+            return
+        self.state = READING  # leaves BUSY; _send moves on to IDLE or closes
+        try:
+            answer = done.result()
+        except Exception as exc:
+            self.server.logger.error("internal_error", error=f"{type(exc).__name__}: {str(exc)[:300]}", peer=self.peer)
+            self._system_error(head, 500, "internal_error", "internal error in the provider", close=True)
+            return
+        self._answered(head, answer, started)
+        if self.peer_eof:
+            self.close()
+        else:
+            self._process()
+
+    def _answered(self, head: RequestHead, answer: Answer, started: float) -> None:
         metrics = self.server.metrics
         if answer.system_error:
             metrics.request_errors.inc(reason="bad_request_document")
@@ -211,38 +493,149 @@ class _RequestHandler(BaseHTTPRequestHandler):
             metrics.keys.inc(answer.keys - answer.key_errors, outcome="value")
             if answer.key_errors:
                 metrics.keys.inc(answer.key_errors, outcome="error")
-        self._send(200, answer.body)
+        self._send(head, 200, answer.body)
         elapsed = time.perf_counter() - started
         metrics.latency.observe(elapsed)
-        self.server.logger.debug(
-            "provider_request", keys=answer.keys, key_errors=answer.key_errors, ms=round(elapsed * 1000, 3)
-        )
 
-    def _read_body(self) -> bytes | None:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            self.close_connection = True
-            self._system_error(411, "no_content_length", "chunked bodies are not accepted: send Content-Length")
-            return None
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            self.close_connection = True
-            self._system_error(411, "no_content_length", "Content-Length is required")
-            return None
+    # ---------------------------------------------------------------- responses
+    def _system_error(
+        self,
+        head: RequestHead | None,
+        status: int,
+        reason: str,
+        message: str,
+        allow: str | None = None,
+        close: bool = False,
+    ) -> None:
+        self.server.metrics.request_errors.inc(reason=reason)
+        self.server.logger.info("request_rejected", status=status, reason=reason, message=message[:300], peer=self.peer)
+        extra = f"Allow: {allow}\r\n" if allow else ""
+        body = _json(provider_response([], system_error=message))
+        self._send(head, status, body, extra=extra, close=close)
+
+    def _refuse(self, error: HeadError) -> None:
+        """A request that cannot be framed: answer, then close (the rest of the stream is unreadable)."""
+        self._system_error(None, error.status, error.reason, error.message, close=True)
+
+    def _send(
+        self,
+        head: RequestHead | None,
+        status: int,
+        body: bytes,
+        content_type: str = "application/json",
+        extra: str = "",
+        close: bool = False,
+    ) -> None:
+        if self.state == CLOSED:
+            return
+        now = time.monotonic()
+        limits = self.server.limits
+        close = close or head is None or not head.keep_alive or now - self.opened > limits.max_connection_age
+        header = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
+        )
+        self._write(header.encode("latin-1") + body)
+        self.served += 1
+        endpoint = head.path if head is not None and head.path in PROBE_PATHS else "provider"
+        self.server.metrics.requests.inc(code=str(status), endpoint=endpoint)
+        if close:
+            self.close()
+            return
+        self.state = IDLE
+        self.since = now
+        self.deadline = now + limits.idle_timeout
+        self.server.progressed(self)
+
+    # ---------------------------------------------------------------- closing
+    def expire(self) -> None:
+        """A deadline passed: handshake too slow, request incomplete in time, or idle too long."""
+        state = self.state
+        if state == READING:
+            self.server.metrics.request_errors.inc(reason="read_timeout")
+            self.server.logger.info("request_timed_out", peer=self.peer, received_bytes=len(self.buffer))
+            self.pending = None
+            body = _json(provider_response([], system_error="request not received in time"))
+            self._send(None, 408, body, close=True)
+        elif state == HANDSHAKE:
+            self.server.metrics.request_errors.inc(reason="handshake_timeout")
+            self.server.logger.info("tls_handshake_timed_out", peer=self.peer)
+            self.abort()
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Graceful: TLS close_notify, flush what was written, then FIN."""
+        if self.state == CLOSED:
+            return
+        self.state = CLOSED
+        self.server.forget(self)
+        transport = self.transport
+        if transport is None:
+            return
+        if self.tls is not None:
+            with contextlib.suppress(ssl.SSLError, ValueError):
+                self.tls.unwrap()
+            with contextlib.suppress(Exception):
+                self._flush_tls()
+        if transport.get_write_buffer_size() > 1 << 20:  # a client that does not read: do not wait for it
+            transport.abort()
+        else:
+            transport.close()
+
+    def abort(self) -> None:
+        self.state = CLOSED
+        self.server.forget(self)
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _log_debug(self, event: str, exc: BaseException) -> None:
+        self.server.logger.debug(event, peer=self.peer, error=str(exc)[:200])
+
+
+class ServerThread:
+    """Runs several ProviderHTTPServers on one event loop in a daemon thread."""
+
+    def __init__(self, servers: list[ProviderHTTPServer], loop_factory: Callable[[], asyncio.AbstractEventLoop]):
+        self.servers = servers
+        self._loop_factory = loop_factory
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self.executor = ThreadPoolExecutor(BLOCKING_WORKERS, thread_name_prefix="provider-lookup")
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="provider-http", daemon=True)
+        self._thread.start()
+        self._started.wait(30)
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        loop = self._loop = self._loop_factory()
+        asyncio.set_event_loop(loop)
         try:
-            length = int(raw)
-            if length < 0:
-                raise ValueError(raw)
-        except ValueError:
-            self.close_connection = True
-            self._system_error(400, "bad_content_length", f"bad Content-Length {raw[:50]!r}")
-            return None
-        limit = self.server.limits.max_body_bytes
-        if length > limit:
-            self.close_connection = True  # the body is not read: the connection cannot be reused
-            self._system_error(413, "body_too_large", f"request body of {length} bytes exceeds {limit} bytes")
-            return None
-        body = self.rfile.read(length)
-        if len(body) < length:
-            self.close_connection = True
-            return None
-        return body
+            for server in self.servers:
+                loop.run_until_complete(server.start(loop, self.executor))
+        except BaseException as exc:
+            self._error = exc
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            for server in self.servers:
+                loop.run_until_complete(server.stop())
+            loop.close()
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is not None and self._thread is not None and self._thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(10)
+        for server in self.servers:
+            with contextlib.suppress(OSError):
+                server.socket.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)

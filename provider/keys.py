@@ -7,7 +7,6 @@ suffix is stripped before the lookup and the answer is given for the key as sent
 
 from __future__ import annotations
 
-import json
 import re
 
 _DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?"
@@ -22,6 +21,7 @@ def parse_key(key: str) -> tuple[str, str] | None:
     return (namespace, name) if len(name) <= 253 else None
 
 
-def value_item_json(key: str, value_json: str) -> str:
-    """The response item `{"key": key, "value": <value>}` as compact JSON."""
-    return '{"key":' + json.dumps(key) + ',"value":' + value_json + "}"
+def canonical_key(namespace: str, name: str) -> str | None:
+    """The key a JobSet is served under (the form `parse_key` accepts), or None if it cannot be one."""
+    key = f"{namespace}/{name}"
+    return key if parse_key(key) is not None else None

@@ -26,11 +26,11 @@ from typing import Any
 import requests
 
 from provider.jobset_state import JOBSET_API_VERSION
-from provider.keys import parse_key, value_item_json
+from provider.keys import canonical_key
 from provider.kube_auth import KubeCredentials
 from provider.logs import JsonLogger
 from provider.metrics import ProviderMetrics
-from provider.sources import NOT_FOUND, Lookup, fragments_of
+from provider.sources import NOT_FOUND, Lookup, values_of
 
 
 @dataclass(frozen=True)
@@ -53,21 +53,6 @@ class WatchGone(WatchError):
     """410 Gone: the resourceVersion is too old; re-list."""
 
 
-def slim(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the cache keeps of a JobSet: identity and `status.replicatedJobsStatus` (saves memory)."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    kept_status = {}
-    if "replicatedJobsStatus" in status:
-        kept_status["replicatedJobsStatus"] = status["replicatedJobsStatus"]
-    return {
-        "apiVersion": JOBSET_API_VERSION,
-        "kind": "JobSet",
-        "metadata": {k: metadata[k] for k in ("namespace", "name", "uid", "resourceVersion") if k in metadata},
-        "status": kept_status,
-    }
-
-
 def _key(obj: dict[str, Any]) -> tuple[str, str]:
     metadata = obj.get("metadata") or {}
     return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
@@ -88,9 +73,10 @@ class KubeJobSetSource:
         self._metrics = metrics
         self._logger = logger
         self._store: dict[tuple[str, str], Lookup] = {}
-        """Answers prepared once per watch event (`Lookup.of`): serving a key is one dict read."""
-        self._fragments: dict[str, str] = {}
-        """The same answers as complete response items, by key (the handler's fast path)."""
+        """Answers prepared once per watch event (`Lookup.of`, the value only, shared between equal values):
+        serving a key is one dict read."""
+        self._values: dict[str, str] = {}
+        """The same answers' value JSON by served key (the handler's fast path)."""
         self._resource_version = ""
         self._synced = False
         self._ready = threading.Event()
@@ -118,8 +104,14 @@ class KubeJobSetSource:
     def wait_ready(self, timeout: float) -> bool:
         return self._ready.wait(timeout)
 
-    def fragment(self, key: str) -> str | None:
-        return self._fragments.get(key) if self._synced else None
+    def answers_from_memory(self) -> bool:
+        """While synced, lookups are dict reads; otherwise they may GET from the API (off the event loop)."""
+        return self._synced
+
+    @property
+    def values_by_key(self) -> dict[str, str]:
+        """Value JSON by key, authoritative only while `answers_from_memory()` (synced)."""
+        return self._values
 
     def lookup(self, namespace: str, name: str) -> Lookup:
         if self._synced:
@@ -142,7 +134,7 @@ class KubeJobSetSource:
             return Lookup(error=f"JobSet cache not synced and the Kubernetes API GET failed: {_short(exc)}")
         self._metrics.api_calls.inc(verb="get", code=str(resp.status_code))
         if resp.status_code == 200:
-            return Lookup.of(slim(resp.json()))
+            return Lookup.of(resp.json())
         if resp.status_code == 404 and _is_object_not_found(resp, name):
             return NOT_FOUND
         return Lookup(error=f"JobSet cache not synced and the Kubernetes API GET answered HTTP {resp.status_code}")
@@ -211,17 +203,21 @@ class KubeJobSetSource:
                 raise WatchError(f"list JobSets: HTTP {resp.status_code}: {resp.text[:200]}")
             body = resp.json()
             for obj in body.get("items") or []:
-                items[_key(obj)] = Lookup.of(slim(obj))
+                items[_key(obj)] = Lookup.of(obj)
             metadata = body.get("metadata") or {}
             cont = metadata.get("continue") or ""
             if not cont:
                 break
-        self._store, self._fragments = items, fragments_of(items)
-        self._resource_version = str(metadata.get("resourceVersion", ""))
+        self.install_list(items, str(metadata.get("resourceVersion", "")))
+
+    def install_list(self, items: dict[tuple[str, str], Lookup], resource_version: str) -> None:
+        """Replace the cache with a complete list's answers and trust it (the end of a list)."""
+        self._store, self._values = items, values_of(items)
+        self._resource_version = resource_version
         self._synced = True
         first = not self._ready.is_set()
         self._ready.set()
-        self._logger.info("jobsets_listed", count=len(items), resource_version=self._resource_version, first=first)
+        self._logger.info("jobsets_listed", count=len(items), resource_version=resource_version, first=first)
 
     def _watch(self) -> None:
         params = {
@@ -265,14 +261,16 @@ class KubeJobSetSource:
             raise WatchError(f"watch error event: {obj.get('message', obj)}")
         if kind in ("ADDED", "MODIFIED"):
             key = _key(obj)
-            lookup = self._store[key] = Lookup.of(slim(obj))
-            text = "/".join(key)
-            if parse_key(text) is not None:
-                self._fragments[text] = value_item_json(text, lookup.value_json)
+            lookup = self._store[key] = Lookup.of(obj)
+            text = canonical_key(*key)
+            if text is not None:
+                self._values[text] = lookup.value_json
         elif kind == "DELETED":
             key = _key(obj)
             self._store.pop(key, None)
-            self._fragments.pop("/".join(key), None)
+            text = canonical_key(*key)
+            if text is not None:
+                self._values.pop(text, None)
         elif kind != "BOOKMARK":
             raise WatchError(f"unknown watch event type {kind!r}")
         version = (obj.get("metadata") or {}).get("resourceVersion")

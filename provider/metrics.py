@@ -106,6 +106,10 @@ class ProviderMetrics:
         self.api_calls = Counter("provider_kube_api_calls_total", "Calls to the Kubernetes API by verb and outcome.")
         self.watch_restarts = Counter("provider_watch_restarts_total", "Watch streams restarted, by reason.")
         self.tls_reloads = Counter("provider_tls_reloads_total", "Serving TLS material (re)loaded, by outcome.")
+        self.evictions = Counter(
+            "provider_connections_evicted_total",
+            "Connections closed to admit a new one at --max-connections, by the state they were in.",
+        )
         self.gauges: list[Gauge] = []
 
     def add_gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
@@ -120,6 +124,7 @@ class ProviderMetrics:
             self.api_calls,
             self.watch_restarts,
             self.tls_reloads,
+            self.evictions,
         ):
             lines += counter.render()
         lines += self.latency.render()

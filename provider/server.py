@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import threading
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from provider.handler import MAX_KEYS, ProviderHandler
-from provider.http_server import Limits, ProviderHTTPServer
+from provider.http_server import (
+    InvalidSetting,
+    Limits,
+    ProviderHTTPServer,
+    ServerThread,
+    require_positive,
+)
 from provider.logs import JsonLogger
 from provider.metrics import ProviderMetrics
 from provider.sources import JobSetSource
@@ -30,6 +37,12 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     tls_check_interval: float = 1.0
 
+    def __post_init__(self) -> None:
+        require_positive(self, except_for=("port", "health_port"))
+        for name, port in (("port", self.port), ("health_port", self.health_port)):
+            if port is not None and not 0 <= port <= 65535:
+                raise InvalidSetting(name, f"must be a TCP port (0-65535), got {port}")
+
 
 class ProviderServer:
     def __init__(
@@ -38,6 +51,7 @@ class ProviderServer:
         config: ServeConfig,
         metrics: ProviderMetrics | None = None,
         logger: JsonLogger | None = None,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
     ):
         self.source = source
         self.config = config
@@ -68,7 +82,12 @@ class ProviderServer:
                     self.is_ready,
                 )
             )
-        self._threads: list[threading.Thread] = []
+        self._thread = ServerThread(self._servers, loop_factory)
+        self.metrics.add_gauge(
+            "provider_open_connections",
+            "Open client connections, main and health port (handshaking ones included).",
+            lambda: float(sum(len(server.connections) for server in self._servers)),
+        )
 
     def is_ready(self) -> bool:
         return bool(getattr(self.source, "ready", True))
@@ -85,10 +104,7 @@ class ProviderServer:
         start_source = getattr(self.source, "start", None)
         if start_source is not None:
             start_source()
-        for server in self._servers:
-            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._thread.start()
         self.logger.info(
             "provider_started",
             port=self.port,
@@ -98,9 +114,7 @@ class ProviderServer:
         )
 
     def stop(self) -> None:
-        for server in self._servers:
-            server.shutdown()
-            server.server_close()
+        self._thread.stop()
         stop_source = getattr(self.source, "stop", None)
         if stop_source is not None:
             stop_source()

@@ -10,16 +10,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from provider.jobset_state import JOBSET_API_VERSION, jobset_state
-from provider.keys import parse_key, value_item_json
+from provider.jobset_state import JOBSET_API_VERSION, active_replicated_jobs, jobset_state
+from provider.keys import canonical_key
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lookup:
-    """A JobSet (None when it does not exist), or an error when the answer cannot be trusted.
+    """The answer for one key: a JobSet's provider value, or an error when it cannot be trusted.
 
-    Sources that keep answers (caches) build them once with `Lookup.of`, which also precomputes the
-    provider value and its JSON so that serving a key costs no per-request work.
+    Caches build answers once with `Lookup.of`, which keeps only the value and its JSON (not the
+    JobSet), shared between every key with the same value. A source that does not precompute may
+    return `Lookup(jobset=...)` (None: not found) and leave the value to `answer()`.
     """
 
     jobset: dict[str, Any] | None = None
@@ -31,8 +32,28 @@ class Lookup:
 
     @classmethod
     def of(cls, jobset: dict[str, Any] | None) -> Lookup:
-        value = jobset_state(jobset)
-        return cls(jobset=jobset, value=value, value_json=json.dumps(value, separators=(",", ":")))
+        """The shared answer for `jobset` (None: not found); JSON is built once per distinct value."""
+        active = tuple(active_replicated_jobs(jobset)) if jobset is not None else None
+        shared = _SHARED.get(active)
+        if shared is None:
+            value = jobset_state(jobset)
+            shared = cls(value=value, value_json=json.dumps(value, separators=(",", ":")))
+            if len(_SHARED) < _MAX_SHARED:
+                _SHARED[active] = shared
+        return shared
+
+    def answer(self) -> dict[str, Any]:
+        """The provider value for this key (not meaningful when `error` is set)."""
+        return self.value if self.value is not None else jobset_state(self.jobset)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.answer()["found"])
+
+
+_SHARED: dict[tuple[str, ...] | None, Lookup] = {}
+"""Interned answers by active replicated jobs (None: not found): JobSets share a handful of values."""
+_MAX_SHARED = 4096
 
 
 NOT_FOUND = Lookup.of(None)
@@ -42,25 +63,31 @@ class JobSetSource(Protocol):
     def lookup(self, namespace: str, name: str) -> Lookup: ...
 
 
-class FragmentSource(Protocol):
-    """Optional fast path: the complete response item JSON for a key the source can answer from
-    memory right now, or None (then the handler parses the key and calls `lookup`)."""
+class MemorySource(Protocol):
+    """Optional fast path: while `answers_from_memory()`, `values_by_key` maps every served key
+    (`keys.canonical_key`) to its value's JSON, and a valid key missing from it is not found."""
 
-    def fragment(self, key: str) -> str | None: ...
+    def answers_from_memory(self) -> bool: ...
+
+    @property
+    def values_by_key(self) -> dict[str, str]: ...
 
 
-def fragments_of(lookups: dict[tuple[str, str], Lookup]) -> dict[str, str]:
-    """Response items for every valid key of a cache (keys that fail `parse_key` are left to `lookup`)."""
+def values_of(lookups: dict[tuple[str, str], Lookup]) -> dict[str, str]:
+    """Value JSON by served key for every JobSet of a cache (names that cannot be keys are left out)."""
     out: dict[str, str] = {}
     for (namespace, name), lookup in lookups.items():
-        key = f"{namespace}/{name}"
-        if parse_key(key) is not None:
-            out[key] = value_item_json(key, lookup.value_json)
+        key = canonical_key(namespace, name)
+        if key is not None:
+            out[key] = lookup.value_json
     return out
 
 
 class StaticJobSetSource:
-    """JobSets given as objects (files passed with --objects); anything else is ignored."""
+    """JobSets given as objects (files passed with --objects); anything else is ignored.
+
+    Keeps the precomputed answer of each JobSet, never the object: `objects` may be a generator
+    that parses one document at a time."""
 
     def __init__(self, objects: Iterable[dict[str, Any]]):
         self._jobsets: dict[tuple[str, str], Lookup] = {}
@@ -70,11 +97,17 @@ class StaticJobSetSource:
             metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
             namespace, name = metadata.get("namespace") or "default", metadata.get("name")
             if isinstance(name, str):
-                self._jobsets[(namespace, name)] = Lookup.of(obj)
-        self._fragments = fragments_of(self._jobsets)
+                self._jobsets[(namespace, name)] = Lookup.of(obj)  # the answer only: the object is dropped
+        self._values = values_of(self._jobsets)
 
-    def fragment(self, key: str) -> str | None:
-        return self._fragments.get(key)
+    @property
+    def values_by_key(self) -> dict[str, str]:
+        """Value JSON by key, for every JobSet (a valid key not in it is not found)."""
+        return self._values
+
+    def answers_from_memory(self) -> bool:
+        """Always: lookups never block (the server answers them on its event loop)."""
+        return True
 
     def lookup(self, namespace: str, name: str) -> Lookup:
         return self._jobsets.get((namespace, name), NOT_FOUND)

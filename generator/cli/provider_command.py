@@ -10,7 +10,15 @@ from typing import Any
 from generator.errors import InputError
 from generator.gatekeeper.documents import read_documents
 from provider.handler import MAX_KEYS
-from provider.http_server import IDLE_TIMEOUT_SECONDS, MAX_BODY_BYTES, MAX_CONNECTIONS, Limits
+from provider.http_server import (
+    HANDSHAKE_TIMEOUT_SECONDS,
+    IDLE_TIMEOUT_SECONDS,
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    READ_TIMEOUT_SECONDS,
+    InvalidSetting,
+    Limits,
+)
 from provider.kube_auth import KubeAuthError, KubeCredentials, from_kubeconfig, in_cluster
 from provider.kube_source import KubeJobSetSource, WatchSettings
 from provider.logs import JsonLogger
@@ -92,13 +100,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-connections",
         type=int,
         default=MAX_CONNECTIONS,
-        help="open connections at most, at least 1 (default %(default)s)",
+        help="open connections at most, >= 1; at the cap the least useful idle one is closed (default %(default)s)",
     )
     serve.add_argument(
         "--idle-timeout",
         type=float,
         default=IDLE_TIMEOUT_SECONDS,
-        help="seconds an idle keep-alive connection is kept, > 0 (default %(default)s)",
+        help="seconds a connection may wait for its next request, > 0; Gatekeeper reuses none (default %(default)s)",
     )
     serve.add_argument(
         "--watch-timeout", type=int, default=300, help="seconds per watch stream, at least 1 (default %(default)s)"
@@ -108,6 +116,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("debug", "info", "warning", "error"),
         default="info",
         help="least severe JSON log line written to stderr (default %(default)s)",
+    )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=HANDSHAKE_TIMEOUT_SECONDS,
+        help="seconds to complete the TLS handshake, > 0 (default %(default)s)",
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=READ_TIMEOUT_SECONDS,
+        help="seconds from a request's first byte until it is complete, > 0 (default %(default)s)",
     )
     serve.set_defaults(run=run)
 
@@ -172,17 +192,24 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     logger = JsonLogger(min_level=args.log_level)
     metrics = ProviderMetrics()
-    config = ServeConfig(
-        tls=TLSFiles(args.tls_cert, args.tls_key, args.client_ca),
-        host=host,
-        port=port,
-        health_port=args.health_port,
-        max_keys=args.max_keys,
-        request_timeout=args.request_timeout,
-        limits=Limits(
-            max_body_bytes=args.max_body_bytes, max_connections=args.max_connections, idle_timeout=args.idle_timeout
-        ),
-    )
+    try:
+        config = ServeConfig(
+            tls=TLSFiles(args.tls_cert, args.tls_key, args.client_ca),
+            host=host,
+            port=port,
+            health_port=args.health_port,
+            max_keys=args.max_keys,
+            request_timeout=args.request_timeout,
+            limits=Limits(
+                max_body_bytes=args.max_body_bytes,
+                max_connections=args.max_connections,
+                idle_timeout=args.idle_timeout,
+                handshake_timeout=args.handshake_timeout,
+                read_timeout=args.read_timeout,
+            ),
+        )
+    except InvalidSetting as exc:  # settings are named after their flags
+        raise InputError(f"--{exc.setting.replace('_', '-')}", exc.reason) from exc
     source = build_source(args, metrics, logger)
     try:
         server = ProviderServer(source, config, metrics, logger)

@@ -156,3 +156,26 @@ def _ok(s: object, url: str) -> bool:
         return s.get(url, timeout=1).status_code == 200  # type: ignore[attr-defined]
     except Exception:
         return False
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-connections", "0"),
+        ("--request-timeout", "-1"),
+        ("--idle-timeout", "nan"),
+        ("--read-timeout", "0"),
+        ("--handshake-timeout", "inf"),
+        ("--max-body-bytes", "-5"),
+        ("--health-port", "70000"),
+    ],
+)
+def test_serve_refuses_nonsense_limits_up_front(
+    files: dict[str, Path], capsys: pytest.CaptureFixture, flag: str, value: str
+) -> None:
+    pki = files["pki"]
+    args = ["provider", "serve", "--listen", "127.0.0.1:0", "--tls-cert", str(pki / "tls.crt")]
+    args += ["--tls-key", str(pki / "tls.key"), "--objects", str(files["jobsets"]), flag, value]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"trainer-policy provider: {flag}: "), err

@@ -110,3 +110,26 @@ def test_answer_bytes_equal_handle_document(keys: list[str]) -> None:
     answer = h.answer(document)
     assert json.loads(answer.body) == h.handle(document)[1]
     assert answer.key_errors == sum(1 for k in keys if parse_key(k) is None)
+
+
+def test_the_in_memory_fast_path_parses_keys_only_through_keys_parse_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key format change is one change in provider/keys.py: e.g. `<namespace>/<name>#<suffix>`."""
+
+    def parse_with_suffix(key: str) -> tuple[str, str] | None:
+        return parse_key(key.partition("#")[0])
+
+    monkeypatch.setattr("provider.handler.parse_key", parse_with_suffix)
+    h = handler()
+    for answer in (h.answer, lambda doc: ProviderHandler(SlowPathSource(), timeout=1.0).answer(doc)):
+        body = json.loads(answer(provider_request(["team-a/job1#uid-1", "team-a/none#uid-2"])).body)
+        assert body["response"]["items"] == [
+            {"key": "team-a/job1#uid-1", "value": {"found": True, "activeReplicatedJobs": ["node"]}},
+            {"key": "team-a/none#uid-2", "value": {"found": False, "activeReplicatedJobs": []}},
+        ]
+
+
+class SlowPathSource:
+    """The same JobSet behind `lookup` only (no in-memory table): the handler's general path."""
+
+    def lookup(self, namespace: str, name: str) -> Lookup:
+        return StaticJobSetSource([JOBSET]).lookup(namespace, name)

@@ -110,9 +110,9 @@ def test_live_get_answers_keys_before_the_first_list(kube_cluster: KubeCluster, 
     assert not source.ready
     found = source.lookup(namespace, "early")
     missing = source.lookup(namespace, "absent")
-    assert found.error == "" and found.jobset is not None
-    assert found.jobset["status"]["replicatedJobsStatus"][0]["active"] == 1
-    assert missing.error == "" and missing.jobset is None
+    assert found.error == "" and found.found
+    assert found.answer()["activeReplicatedJobs"] == ["launcher"]
+    assert missing.error == "" and not missing.found
     assert metrics.api_calls.value(verb="get", code="200") == 1
     assert metrics.api_calls.value(verb="get", code="404") == 1
 
@@ -139,7 +139,7 @@ def test_in_cluster_service_account_credentials(
     source.start()
     try:
         assert source.wait_ready(10)
-        assert source.lookup(namespace, "incluster").jobset is not None
+        assert source.lookup(namespace, "incluster").found
         assert len(source) == 1
     finally:
         source.stop()

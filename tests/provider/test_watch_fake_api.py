@@ -109,8 +109,10 @@ def test_gone_event_relists_and_bookmarks_advance_the_version_fake_api(run_fake:
     )
     source, metrics = run_fake(api)
     wait_until(lambda: metrics.api_calls.value(verb="list", code="200") == 2 and source.synced, timeout=5)
-    assert source.lookup("ns", "a").jobset is None  # gone after the re-list
-    assert source.lookup("ns", "b").jobset is not None
+    # the cache is trusted at the end of the re-list, a moment before the next watch is requested
+    wait_until(lambda: sum("watch" in q for q in api.requests) >= 2, timeout=5)
+    assert not source.lookup("ns", "a").found  # gone after the re-list
+    assert source.lookup("ns", "b").found
     assert metrics.watch_restarts.value(reason="gone") == 1
     watch_versions = [q["resourceVersion"][0] for q in api.requests if "watch" in q]
     assert watch_versions[:2] == ["10", "30"]  # first watch from the list, second from the re-list

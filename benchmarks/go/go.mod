@@ -1,0 +1,3 @@
+module trainerpolicy/benchmarks
+
+go 1.19

@@ -1,0 +1,51 @@
+"""`provider serve --objects` and `review --objects`: JSON read as JSON, YAML with libyaml, answers only kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from generator.gatekeeper import documents
+from generator.gatekeeper.documents import read_documents
+from provider.sources import StaticJobSetSource
+
+
+def jobset(name: str, active: int, **annotations: str) -> dict[str, object]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "team-a", "annotations": annotations},
+        "spec": {"replicatedJobs": [{"name": "node", "replicas": 4}]},
+        "status": {"replicatedJobsStatus": [{"name": "node", "active": active}]},
+    }
+
+
+def test_a_json_file_is_parsed_as_json(tmp_path: Path) -> None:
+    # JSON's 1e3 is the number 1000; YAML 1.1 (PyYAML, libyaml) reads it as the string "1e3"
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [jobset("a", 1)]}).replace(
+        '"replicas": 4', '"replicas": 1e3'
+    )
+    assert yaml.safe_load(text)["items"][0]["spec"]["replicatedJobs"][0]["replicas"] == "1e3"
+    path = tmp_path / "jobsets.json"
+    path.write_text(text)
+    [doc] = read_documents(path)
+    assert doc.body["spec"]["replicatedJobs"][0]["replicas"] == 1000.0 and doc.source == f"{path} items[0]"
+
+
+def test_yaml_is_read_with_libyaml_when_present(tmp_path: Path) -> None:
+    assert documents._YAML_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    path = tmp_path / "jobsets.yaml"
+    path.write_text(yaml.safe_dump_all([jobset("a", 1), jobset("b", 0)]))
+    assert [d.body["metadata"]["name"] for d in read_documents(path)] == ["a", "b"]
+
+
+def test_the_static_source_keeps_answers_not_objects() -> None:
+    source = StaticJobSetSource(jobset(f"j{i}", i % 2) for i in range(1000))
+    busy, idle = source.lookup("team-a", "j1"), source.lookup("team-a", "j2")
+    assert busy.answer() == {"found": True, "activeReplicatedJobs": ["node"]}
+    assert idle.answer() == {"found": True, "activeReplicatedJobs": []}
+    assert busy.jobset is None and idle.jobset is None  # the objects are gone
+    assert source.lookup("team-a", "j3") is busy  # equal answers are one shared object
+    assert not source.lookup("team-a", "absent").found

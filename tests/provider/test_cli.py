@@ -174,7 +174,7 @@ def test_serve_refuses_nonsense_limits_up_front(
     files: dict[str, Path], capsys: pytest.CaptureFixture, flag: str, value: str
 ) -> None:
     pki = files["pki"]
-    args = ["provider", "serve", "--listen", "127.0.0.1:0", "--tls-cert", str(pki / "tls.crt")]
+    args = ["provider", "serve", "--listen", "127.0.0.1:8443", "--tls-cert", str(pki / "tls.crt")]
     args += ["--tls-key", str(pki / "tls.key"), "--objects", str(files["jobsets"]), flag, value]
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -10,13 +10,23 @@ from generator.cli import (
     bundle_command,
     certs_command,
     generate_command,
+    podsets_command,
     provider_command,
     review_command,
     test_command,
 )
 from generator.errors import EngineError, InputError
 
-COMMANDS = [generate_command, review_command, test_command, bundle_command, provider_command, certs_command]
+# podsets_command imports its engine only when it runs (its module holds the argument definitions alone).
+COMMANDS = [
+    generate_command,
+    review_command,
+    test_command,
+    bundle_command,
+    provider_command,
+    certs_command,
+    podsets_command,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,8 +33,9 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
         "trainer.kubeflow.org/policy-profile": profile.name,
     }
     if rule.data.inventory:
+        # One requirement per kind (all must be synced); a requirement's inner list holds alternatives.
         annotations["metadata.gatekeeper.sh/requires-sync-data"] = json.dumps(
-            [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]} for k in rule.data.inventory]]
+            [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory]
         )
     return {
         "apiVersion": "templates.gatekeeper.sh/v1",
@@ -184,7 +185,7 @@ def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
     resources: list[str] = []
     sync = syncset(rules)
     if sync is not None:
-        note = "# Only rules run with jobSetSource: Inventory read synced JobSets.\n"
+        note = "# Kinds rules read from data.inventory (JobSets only with jobSetSource: Inventory).\n"
         files["syncset.yaml"] = _yaml(source, sync, note)
         resources.append("syncset.yaml")
     provider_listed = False

@@ -25,7 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("trainjob", metavar="TRAINJOB.yaml", help="a TrainJob (trainer.kubeflow.org/v1alpha1)")
     parser.add_argument(
-        "--objects", nargs="+", action="extend", default=[], metavar="FILE",
+        "--objects",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
         help="runtimes (TrainingRuntime, ClusterTrainingRuntime) standing in for the cluster",
     )
     parser.add_argument("--profile", default=None, help="Trainer version profile whose bundle's Rego is used")
@@ -92,9 +96,7 @@ def _report(trainjob: dict[str, Any], runtime: dict[str, Any], result: dict[str,
     return {
         "trainJob": f"{metadata.get('namespace')}/{metadata.get('name')}",
         "runtime": {"kind": runtime.get("kind"), "name": (runtime.get("metadata") or {}).get("name")},
-        "podSets": [
-            {**ps, "singlePodRequests": formatted(ps["singlePodRequests"])} for ps in result["podSets"]
-        ],
+        "podSets": [{**ps, "singlePodRequests": formatted(ps["singlePodRequests"])} for ps in result["podSets"]],
         "totalRequests": formatted(result["totalRequests"]),
         "pods": result["pods"],
         "trainerNodes": result["trainerNodes"],
@@ -113,5 +115,7 @@ def _table(report: dict[str, Any]) -> str:
     lines = ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])), row[3]]) for row in rows]
     runtime = report["runtime"]
     lines.insert(0, f"TrainJob {report['trainJob']} on {runtime['kind']} {runtime['name']}")
-    lines.append(f"TOTAL pods={report['pods']} trainerNodes={report['trainerNodes']} {_requests(report['totalRequests'])}")
+    lines.append(
+        f"TOTAL pods={report['pods']} trainerNodes={report['trainerNodes']} {_requests(report['totalRequests'])}"
+    )
     return "\n".join(line.rstrip() for line in lines)

@@ -254,9 +254,7 @@ def compute(trainjob: dict[str, Any], runtime: dict[str, Any]) -> PodSets:
         pod_spec = _get(job, "template", "spec", "template", "spec")
         node_job = ancestors[i] == TRAINER or (policy.mpi and name == NODE)
         replaced: set[str] = set()
-        if resources_per_node is not None and (
-            ancestors[i] == TRAINER or (policy.launcher_as_node and name == NODE)
-        ):
+        if resources_per_node is not None and (ancestors[i] == TRAINER or (policy.launcher_as_node and name == NODE)):
             replaced = {NODE, LAUNCHER} if policy.launcher_as_node else {NODE}
         pod_sets.append(
             PodSet(

@@ -1,4 +1,4 @@
-"""The Rego lib `lib.trainer.podsets` evaluated on the embedded OPA: the PodSets exactly as the budget rule sees them."""
+"""The Rego lib `lib.trainer.podsets` on the embedded OPA: the PodSets exactly as the budget rule sees them."""
 
 from __future__ import annotations
 

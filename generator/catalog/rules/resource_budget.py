@@ -62,7 +62,10 @@ def torch_runtime(*, kind: str = "ClusterTrainingRuntime", name: str = "torch-di
         "apiVersion": API,
         "kind": kind,
         "metadata": metadata,
-        "spec": {"mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}}, "template": {"spec": {"replicatedJobs": jobs}}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "template": {"spec": {"replicatedJobs": jobs}},
+        },
     }
 
 
@@ -225,7 +228,9 @@ def cases(p: Profile) -> list[Case]:
             parameters={**gpu32, "namespaces": {NAMESPACE: {"maxTotal": {GPU: 16}, "maxTrainerNodes": 2}}},
             expected=(
                 _forbidden(GPU, "32", 16, NAMESPACE),
-                Expected("spec.trainer.numNodes", "Forbidden", f"4 trainer nodes exceed the limit 2 of namespace {NAMESPACE}"),
+                Expected(
+                    "spec.trainer.numNodes", "Forbidden", f"4 trainer nodes exceed the limit 2 of namespace {NAMESPACE}"
+                ),
             ),
         ),
         Case(
@@ -339,7 +344,11 @@ def cases(p: Profile) -> list[Case]:
             trainjob(),
             cluster=runtimes,
             parameters={"maxTotal": {GPU: "lots"}},
-            expected=(Expected("spec", "Internal", f"the limit lots for {GPU} in the Constraint is not a Kubernetes quantity"),),
+            expected=(
+                Expected(
+                    "spec", "Internal", f"the limit lots for {GPU} in the Constraint is not a Kubernetes quantity"
+                ),
+            ),
         ),
         Case(
             "update_checked",
@@ -353,7 +362,7 @@ def cases(p: Profile) -> list[Case]:
         ),
         Case(
             "audit_reports_stored_trainjobs",
-            "Audit (operation \"\") reports a stored TrainJob over budget.",
+            'Audit (operation "") reports a stored TrainJob over budget.',
             trainjob(nodes=5),
             operation=AUDIT,
             cluster=runtimes,
@@ -402,7 +411,9 @@ RULE = Rule(
             "Maximum total request per resource name (cpu, memory, nvidia.com/gpu, any extended resource), as a "
             "Kubernetes quantity.",
         ),
-        Parameter("maxTrainerNodes", LIMITS["maxTrainerNodes"], None, "Maximum trainer nodes (numNodes) of a TrainJob."),
+        Parameter(
+            "maxTrainerNodes", LIMITS["maxTrainerNodes"], None, "Maximum trainer nodes (numNodes) of a TrainJob."
+        ),
         Parameter("maxPods", LIMITS["maxPods"], None, "Maximum Pods of a TrainJob over all its PodSets (minMember)."),
         Parameter(
             "namespaces",

@@ -95,9 +95,14 @@ compute(trainjob, runtime) := {
 } if {
     p := policy(runtime)
     jobs := review.array(review.get(runtime, ["spec", "template", "spec", "replicatedJobs"], []))
+    infos := [job_info(job, p) | some job in jobs]
     num_nodes := integer_or_null(review.get(trainjob, ["spec", "trainer", "numNodes"], null))
+    firsts := {
+        "trainer": first({i | some i, info in infos; info.ancestor == "trainer"}),
+        "node": first({i | some i, info in infos; info.name == "node"}),
+    }
     rpn := resources_per_node(trainjob)
-    entries := [pod_set(i, job, p, count_of(i, jobs, p, num_nodes), rpn) | some i, job in jobs]
+    entries := [pod_set(i, jobs[i], info, count_of(i, info, firsts, p, num_nodes), p, rpn) | some i, info in infos]
 }
 
 policy(runtime) := {
@@ -126,40 +131,59 @@ integer_or_null(value) := value if {
     floor(value) == value
 } else := null
 
+first(indices) := min(indices) if {
+    count(indices) > 0
+} else := -1
+
 name_of(value) := name if {
-    name := review.get(value, ["name"], "")
+    is_object(value)
+    name := object.get(value, "name", "")
     is_string(name)
 } else := ""
 
-ancestor(job) := value if {
+# What the counts and resourcesPerNode depend on, read once per job.
+job_info(job, p) := {
+    "name": name,
+    "ancestor": ancestor,
+    "baseCount": base_count(ancestor, job, p),
+    "nodeJob": node_job(name, ancestor, p),
+} if {
+    name := name_of(job)
+    ancestor := ancestor_of(job)
+}
+
+ancestor_of(job) := value if {
     value := review.get(job, ["template", "metadata", "labels", ancestor_label], null)
     is_string(value)
 } else := null
+
+base_count(ancestor, job, p) := max([p.runtimeNumNodes, 1]) if {
+    ancestor == "trainer"
+    p.hasMLPolicy
+} else := max([parallelism(job), 1])
 
 parallelism(job) := n if {
     n := integer_or_null(review.get(job, ["template", "spec", "parallelism"], null))
     n != null
 } else := 1
 
-base_count(job, p) := max([p.runtimeNumNodes, 1]) if {
-    ancestor(job) == "trainer"
-    p.hasMLPolicy
-} else := max([parallelism(job), 1])
-
-first_trainer(jobs) := min({i | some i, job in jobs; ancestor(job) == "trainer"})
-
-first_node(jobs) := min({i | some i, job in jobs; name_of(job) == "node"})
+node_job(name, ancestor, p) := true if {
+    ancestor == "trainer"
+} else := true if {
+    p.mpi
+    name == "node"
+} else := false
 
 # MPI's plugin sets the node job; Torch's and plain runtimes' set the first trainer job (spec.trainer.numNodes).
-count_of(i, jobs, p, num_nodes) := max([mpi_count(p, num_nodes), 1]) if {
+count_of(i, info, firsts, p, num_nodes) := max([mpi_count(p, num_nodes), 1]) if {
     num_nodes != null
     p.mpi
-    i == first_node(jobs)
+    i == firsts.node
 } else := max([num_nodes, 1]) if {
     num_nodes != null
     torch_or_plain(p)
-    i == first_trainer(jobs)
-} else := base_count(jobs[i], p)
+    i == firsts.trainer
+} else := info.baseCount
 
 torch_or_plain(p) if p.torch
 
@@ -177,112 +201,116 @@ resources_per_node(trainjob) := rpn if {
 } else := null
 
 # Containers of a job whose resources spec.trainer.resourcesPerNode replaces.
-replaced(job, p, rpn) := {"node", "launcher"} if {
-    rpn != null
+replaced(info, p, rpn) := set() if {
+    rpn == null
+} else := {"node", "launcher"} if {
     p.launcherAsNode
-    node_job(job, p)
+    info.nodeJob
 } else := {"node"} if {
-    rpn != null
-    ancestor(job) == "trainer"
+    info.ancestor == "trainer"
 } else := set()
 
-node_job(job, _) if ancestor(job) == "trainer"
-
-node_job(job, p) if {
-    p.mpi
-    name_of(job) == "node"
-}
-
-pod_set(i, job, p, count, rpn) := {
+pod_set(i, job, info, count, p, rpn) := {
     "podSet": {
-        "name": name_of(job),
-        "ancestor": ancestor(job),
+        "name": info.name,
+        "ancestor": info.ancestor,
         "count": count,
-        "containers": [name_of(c) | some c in containers],
-        "initContainers": [name_of(c) | some c in inits],
-        "singlePodRequests": pod_requests(app_requests, init_requests, inits, overhead),
-        "trainerNode": is_node_job(job, p),
+        "containers": [c.name | some c in app],
+        "initContainers": [c.name | some c in init],
+        "singlePodRequests": pod_requests(app, init, overhead.requests),
+        "trainerNode": info.nodeJob,
     },
-    "invalid": app_invalid | init_invalid | overhead_invalid,
+    "invalid": {x | some x in invalid_paths(i, "containers", app)} | {x | some x in invalid_paths(i, "initContainers", init)} | {sprintf("%s.overhead[%s]", [pod_path(i), name]) | some [_, name] in overhead.invalid},
 } if {
-    path := sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec", [i])
     pod_spec := review.get(job, ["template", "spec", "template", "spec"], {})
-    containers := review.array(review.get(pod_spec, ["containers"], []))
-    inits := review.array(review.get(pod_spec, ["initContainers"], []))
-    names := replaced(job, p, rpn)
-    app_requests := [effective(resources_of(c, true, names, rpn)) | some c in containers]
-    init_requests := [effective(resources_of(c, false, names, rpn)) | some c in inits]
-    app_invalid := {x |
-        some j, c in containers
-        some x in invalid(resources_of(c, true, names, rpn), where(c, true, names, sprintf("%s.containers[%d]", [path, j])))
-    }
-    init_invalid := {x |
-        some j, c in inits
-        some x in invalid(resources_of(c, false, names, rpn), where(c, false, names, sprintf("%s.initContainers[%d]", [path, j])))
-    }
-    overhead_values := object_or_empty(review.get(pod_spec, ["overhead"], {}))
-    overhead := {name: n | some name, value in overhead_values; n := nanos.parse(value)}
-    overhead_invalid := {sprintf("%s.overhead[%s]", [path, name]) | some name, value in overhead_values; not nanos.parse(value)}
+    names := replaced(info, p, rpn)
+    app := [container(c, names, rpn) | some c in review.array(review.get(pod_spec, ["containers"], []))]
+    init := [container(c, set(), null) | some c in review.array(review.get(pod_spec, ["initContainers"], []))]
+    overhead := quantities(review.get(pod_spec, ["overhead"], {}), "overhead")
 }
 
-is_node_job(job, p) if {
-    node_job(job, p)
-} else := false
+pod_path(i) := sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec", [i])
 
-resources_of(container, true, names, rpn) := rpn if name_of(container) in names
+invalid_paths(i, list, containers) := {sprintf("%s.%s[%s]", [where, kind, name]) |
+    some j, c in containers
+    some [kind, name] in c.invalid
+    where := container_path(i, list, j, c.replaced)
+}
 
-resources_of(container, app, names, _) := review.get(container, ["resources"], null) if not replaced_container(container, app, names)
+container_path(_, _, _, true) := resources_per_node_path
 
-replaced_container(container, true, names) if name_of(container) in names
+container_path(i, list, j, false) := sprintf("%s.%s[%d].resources", [pod_path(i), list, j])
 
-where(container, app, names, _) := resources_per_node_path if replaced_container(container, app, names)
+# One container: its name, whether it is a sidecar, its effective requests (requests, plus limits of the
+# resources without a request: the API server defaults requests to limits) and the values that are not
+# quantities ([kind, resource name]). Builtins only past the object check: this runs for every container.
+container(c, _, _) := {"name": "", "sidecar": false, "replaced": false, "requests": {}, "invalid": set()} if {
+    not is_object(c)
+}
 
-where(container, app, names, prefix) := concat(".", [prefix, "resources"]) if not replaced_container(container, app, names)
+container(c, names, rpn) := {
+    "name": name,
+    "sidecar": object.get(c, "restartPolicy", null) == "Always",
+    "replaced": replaced_by_rpn,
+    "requests": object.union(
+        {name: n | some name, value in limits; not name in requested; n := nanos.parse(value)},
+        {name: n | some name, value in requests; n := nanos.parse(value)},
+    ),
+    "invalid": {["requests", name] | some name, value in requests; not nanos.parse(value)} | {["limits", name] |
+        some name, value in limits
+        not name in requested
+        not nanos.parse(value)
+    },
+} if {
+    is_object(c)
+    name := name_of(c)
+    replaced_by_rpn := name in names
+    resources := resources_of(c, replaced_by_rpn, rpn)
+    requests := field_object(resources, "requests")
+    limits := field_object(resources, "limits")
+    requested := object.keys(requests)
+}
 
-object_or_empty(value) := value if is_object(value)
+resources_of(_, true, rpn) := rpn
 
-object_or_empty(value) := {} if not is_object(value)
+resources_of(c, false, _) := object.get(c, "resources", null)
 
-requests_of(resources) := object_or_empty(review.get(resources, ["requests"], {}))
+field_object(value, key) := found if {
+    is_object(value)
+    found := object.get(value, key, {})
+    is_object(found)
+} else := {}
 
-limits_of(resources) := object_or_empty(review.get(resources, ["limits"], {}))
+object_or_empty(value) := value if {
+    is_object(value)
+} else := {}
 
-# Requests, plus limits of the resources without a request (the API server defaults requests to limits).
-effective(resources) := object.union(
-    {name: n | some name, value in limits_of(resources); not has_key(requests_of(resources), name); n := nanos.parse(value)},
-    {name: n | some name, value in requests_of(resources); n := nanos.parse(value)},
-)
-
-invalid(resources, base) := {sprintf("%s.requests[%s]", [base, name]) |
-    some name, value in requests_of(resources)
-    not nanos.parse(value)
-} | {sprintf("%s.limits[%s]", [base, name]) |
-    some name, value in limits_of(resources)
-    not has_key(requests_of(resources), name)
-    not nanos.parse(value)
+# {"requests": {name: nanos}, "invalid": {[kind, name]}} of a ResourceList (the Pod's overhead).
+quantities(list, kind) := {
+    "requests": {name: n | some name, value in values; n := nanos.parse(value)},
+    "invalid": {[kind, name] | some name, value in values; not nanos.parse(value)},
+} if {
+    values := object_or_empty(list)
 }
 
 has_key(obj, key) if _ = obj[key]
 
-sidecar(container) if review.get(container, ["restartPolicy"], null) == "Always"
-
 # Kubernetes' PodRequests: app containers and sidecars run together; an init container runs with the
 # sidecars started before it; the Pod needs the larger of the two per resource, plus overhead.
-pod_requests(app_requests, init_requests, inits, overhead) := add_all([max_all([app, init]), overhead]) if {
-    sidecars := [init_requests[k] | some k, c in inits; sidecar(c)]
-    app := add_all(array.concat(app_requests, sidecars))
-    init := max_all([init_candidate(k, init_requests, inits) | some k, _ in inits])
+pod_requests(app, init, overhead) := add_all([max_all([running, init_peak]), overhead]) if {
+    running := add_all(array.concat([c.requests | some c in app], [c.requests | some c in init; c.sidecar]))
+    init_peak := max_all([init_candidate(k, init) | some k, _ in init])
 }
 
-init_candidate(k, init_requests, inits) := add_all([init_requests[j] | some j, c in inits; j <= k; sidecar(c)]) if {
-    sidecar(inits[k])
+init_candidate(k, init) := add_all([c.requests | some j, c in init; j <= k; c.sidecar]) if {
+    init[k].sidecar
 }
 
-init_candidate(k, init_requests, inits) := add_all(array.concat(
-    [init_requests[k]],
-    [init_requests[j] | some j, c in inits; j < k; sidecar(c)],
+init_candidate(k, init) := add_all(array.concat(
+    [init[k].requests],
+    [c.requests | some j, c in init; j < k; c.sidecar],
 )) if {
-    not sidecar(inits[k])
+    not init[k].sidecar
 }
 
 add_all(lists) := {name: sum([v | some l in lists; v := l[name]]) | some l in lists; some name, _ in l}

@@ -17,7 +17,10 @@ from tests.rules.test_fuzz_policies import VALUES
 
 KIND = "TrainerTrainJobResourceBudget"
 API = "trainer.kubeflow.org/v1alpha1"
-REF = (
+VALID_REF = st.sampled_from(
+    [{"name": "rt"}, {"name": "rt", "kind": "TrainingRuntime"}, {"name": "rt", "apiGroup": None}]
+)
+ODD_REF = (
     st.fixed_dictionaries(
         {},
         optional={
@@ -35,8 +38,9 @@ def trainjob_with_ref(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 20)) == 0:
         return draw(VALUES)
     obj = draw(trainjob())
-    obj["spec"]["runtimeRef"] = draw(REF)
-    obj["metadata"] = draw(st.sampled_from([{"name": "job", "namespace": "team-a"}, {"name": "job"}, {}, None]))
+    obj["spec"]["runtimeRef"] = draw(st.one_of(VALID_REF, VALID_REF, ODD_REF))
+    metadata = [{"name": "job", "namespace": "team-a"}] * 3 + [{"name": "job"}, {}, None]
+    obj["metadata"] = draw(st.sampled_from(metadata))
     return obj
 
 
@@ -46,7 +50,9 @@ def inventory(draw: st.DrawFn) -> Any:
         return draw(VALUES)
     named = draw(runtime())
     return {
-        "cluster": draw(st.sampled_from([{API: {"ClusterTrainingRuntime": {"rt": named}}}, {API: {}}, {}, None, [1]])),
+        "cluster": draw(
+            st.sampled_from([{API: {"ClusterTrainingRuntime": {"rt": named}}}] * 3 + [{API: {}}, {}, None, [1]])
+        ),
         "namespace": draw(
             st.sampled_from([{"team-a": {API: {"TrainingRuntime": {"rt": named, "x": 5}}}}, {"team-a": None}, {}, 7])
         ),
@@ -56,22 +62,31 @@ def inventory(draw: st.DrawFn) -> Any:
 LIMITS = st.fixed_dictionaries(
     {},
     optional={
-        "maxTotal": st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), QUANTITY, max_size=3)
+        "maxTotal": st.dictionaries(
+            st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 64) | QUANTITY, max_size=3
+        )
         | VALUES,
         "maxTrainerNodes": st.integers(-1, 10) | VALUES,
         "maxPods": st.integers(-1, 10) | VALUES,
     },
 )
-PARAMETERS = (
+REALISTIC_PARAMETERS = st.fixed_dictionaries(
+    {
+        "maxTotal": st.dictionaries(
+            st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 64), max_size=3
+        ),
+        "maxTrainerNodes": st.integers(0, 6),
+        "maxPods": st.integers(0, 6),
+    },
+    optional={"namespaces": st.dictionaries(st.sampled_from(["team-a", ""]), LIMITS, max_size=2)},
+)
+ODD_PARAMETERS = (
     st.fixed_dictionaries(
-        {},
-        optional={
-            "maxTotal": LIMITS.map(lambda x: x.get("maxTotal", {})),
-            "namespaces": st.dictionaries(st.sampled_from(["team-a", ""]), LIMITS | VALUES, max_size=2),
-        },
+        {}, optional={"namespaces": st.dictionaries(st.sampled_from(["team-a", ""]), LIMITS | VALUES)}
     ).flatmap(lambda base: LIMITS.map(lambda extra: {**extra, **base}))
     | VALUES
 )
+PARAMETERS = st.one_of(REALISTIC_PARAMETERS, REALISTIC_PARAMETERS, ODD_PARAMETERS)
 
 
 @cache

@@ -316,11 +316,13 @@ init_candidate(k, init) := add_all(array.concat(
     not init[k].sidecar
 }
 
-add_all(lists) := {name: sum([v | some l in lists; v := l[name]]) | some l in lists; some name, _ in l}
+add_all(lists) := {name: sum([v | some l in lists; v := l[name]]) | some name in names_of(lists)}
 
-max_all(lists) := {name: max([v | some l in lists; v := l[name]]) | some l in lists; some name, _ in l}
+max_all(lists) := {name: max([v | some l in lists; v := l[name]]) | some name in names_of(lists)}
 
-sum_counted(entries) := {name: sum([n | some entry in entries; v := entry.podSet.singlePodRequests[name]; n := v * entry.podSet.count]) |
-    some entry in entries
-    some name, _ in entry.podSet.singlePodRequests
+names_of(lists) := {name | some l in lists; some name, _ in l}
+
+# Per resource: the sum over PodSets of per-Pod requests x count.
+sum_counted(entries) := {name: sum([n | some [r, n] in counted; r == name]) | some name in {r | some [r, _] in counted}} if {
+    counted := [[name, v * entry.podSet.count] | some entry in entries; some name, v in entry.podSet.singlePodRequests]
 }

@@ -34,8 +34,8 @@ trainjob := review.new_object
 namespace := review.get(trainjob, ["metadata", "namespace"], "")
 
 parameters := p if {
-    p := input.parameters
-    is_object(p)
+	p := input.parameters
+	is_object(p)
 } else := {}
 
 namespace_limits := review.get(parameters, ["namespaces", namespace], {})
@@ -44,20 +44,20 @@ namespace_limits := review.get(parameters, ["namespaces", namespace], {})
 # title: resource_limits
 # description: Limit per resource name, {"value", "namespace"}; a namespace's own limit replaces the default.
 resource_limits[name] := {"value": value, "namespace": ""} if {
-    some name, value in podsets.object_or_empty(review.get(parameters, ["maxTotal"], {}))
-    not podsets.has_key(podsets.object_or_empty(review.get(namespace_limits, ["maxTotal"], {})), name)
+	some name, value in podsets.object_or_empty(review.get(parameters, ["maxTotal"], {}))
+	not podsets.has_key(podsets.object_or_empty(review.get(namespace_limits, ["maxTotal"], {})), name)
 }
 
 resource_limits[name] := {"value": value, "namespace": namespace} if {
-    some name, value in podsets.object_or_empty(review.get(namespace_limits, ["maxTotal"], {}))
+	some name, value in podsets.object_or_empty(review.get(namespace_limits, ["maxTotal"], {}))
 }
 
 count_limit(key) := {"value": value, "namespace": namespace} if {
-    value := review.get(namespace_limits, [key], null)
-    is_number(value)
+	value := review.get(namespace_limits, [key], null)
+	is_number(value)
 } else := {"value": value, "namespace": ""} if {
-    value := review.get(parameters, [key], null)
-    is_number(value)
+	value := review.get(parameters, [key], null)
+	is_number(value)
 }
 
 configured if count(resource_limits) > 0
@@ -78,68 +78,68 @@ of_namespace(limit) := "" if limit.namespace == ""
 # title: runtime unavailable
 # description: The referenced runtime is unsupported, not found, or its kind is not synced (fail closed).
 violation contains v if {
-    evaluated
-    configured
-    not lookup.found
-    v := violations.make("spec.runtimeRef", lookup.type, sprintf("cannot compute the TrainJob's resources: %s", [lookup.detail]))
+	evaluated
+	configured
+	not lookup.found
+	v := violations.make("spec.runtimeRef", lookup.type, sprintf("cannot compute the TrainJob's resources: %s", [lookup.detail]))
 }
 
 # METADATA
 # title: not a quantity
 # description: A request, limit or overhead that is not a Kubernetes quantity (fail closed).
 violation contains v if {
-    evaluated
-    configured
-    some path in computed.invalid
-    v := invalid_quantity(path)
+	evaluated
+	configured
+	some path in computed.invalid
+	v := invalid_quantity(path)
 }
 
 invalid_quantity(path) := violations.make(podsets.resources_per_node_path, "Invalid", sprintf("cannot compute the TrainJob's resources: %s is not a Kubernetes quantity", [path])) if {
-    startswith(path, podsets.resources_per_node_path)
+	startswith(path, podsets.resources_per_node_path)
 }
 
 invalid_quantity(path) := violations.make("spec.runtimeRef", "Invalid", sprintf("cannot compute the TrainJob's resources: %s of runtime %v is not a Kubernetes quantity", [path, podsets.ref(trainjob).name])) if {
-    not startswith(path, podsets.resources_per_node_path)
+	not startswith(path, podsets.resources_per_node_path)
 }
 
 # METADATA
 # title: limit not a quantity
 # description: A maxTotal limit of the Constraint that is not a Kubernetes quantity (fail closed).
 violation contains v if {
-    evaluated
-    some name, limit in resource_limits
-    not nanos.parse(limit.value)
-    v := violations.make("spec", "Internal", sprintf("the limit %v for %s%s in the Constraint is not a Kubernetes quantity", [limit.value, name, of_namespace(limit)]))
+	evaluated
+	some name, limit in resource_limits
+	not nanos.parse(limit.value)
+	v := violations.make("spec", "Internal", sprintf("the limit %v for %s%s in the Constraint is not a Kubernetes quantity", [limit.value, name, of_namespace(limit)]))
 }
 
 # METADATA
 # title: resource over budget
 # description: Forbidden per resource whose total request (per-Pod requests x count, over all PodSets) is over its limit.
 violation contains v if {
-    evaluated
-    some name, limit in resource_limits
-    maximum := nanos.parse(limit.value)
-    total := object.get(computed.totalRequests, name, 0)
-    total > maximum
-    v := violations.make("spec", "Forbidden", sprintf("total %s requests %s exceed the limit %v%s", [name, nanos.format(total), limit.value, of_namespace(limit)]))
+	evaluated
+	some name, limit in resource_limits
+	maximum := nanos.parse(limit.value)
+	total := object.get(computed.totalRequests, name, 0)
+	total > maximum
+	v := violations.make("spec", "Forbidden", sprintf("total %s requests %s exceed the limit %v%s", [name, nanos.format(total), limit.value, of_namespace(limit)]))
 }
 
 # METADATA
 # title: trainer nodes over budget
 # description: Forbidden when the trainer nodes (numNodes as the runtime applies it) are over maxTrainerNodes.
 violation contains v if {
-    evaluated
-    limit := count_limit("maxTrainerNodes")
-    computed.trainerNodes > limit.value
-    v := violations.make("spec.trainer.numNodes", "Forbidden", sprintf("%v trainer nodes exceed the limit %v%s", [computed.trainerNodes, limit.value, of_namespace(limit)]))
+	evaluated
+	limit := count_limit("maxTrainerNodes")
+	computed.trainerNodes > limit.value
+	v := violations.make("spec.trainer.numNodes", "Forbidden", sprintf("%v trainer nodes exceed the limit %v%s", [computed.trainerNodes, limit.value, of_namespace(limit)]))
 }
 
 # METADATA
 # title: pods over budget
 # description: Forbidden when the Pods of all PodSets (a gang scheduler's minMember) are over maxPods.
 violation contains v if {
-    evaluated
-    limit := count_limit("maxPods")
-    computed.pods > limit.value
-    v := violations.make("spec", "Forbidden", sprintf("%v pods (the gang's minMember) exceed the limit %v%s", [computed.pods, limit.value, of_namespace(limit)]))
+	evaluated
+	limit := count_limit("maxPods")
+	computed.pods > limit.value
+	v := violations.make("spec", "Forbidden", sprintf("%v pods (the gang's minMember) exceed the limit %v%s", [computed.pods, limit.value, of_namespace(limit)]))
 }

@@ -8,6 +8,7 @@ import sys
 MODULES = [
     "benchmarks.trivial_baseline",
     "benchmarks.policy_review",
+    "benchmarks.budget_review",
     "benchmarks.provider_load",
     "benchmarks.cli_startup",
 ]

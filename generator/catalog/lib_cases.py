@@ -133,7 +133,14 @@ def review_cases() -> list[LibCase]:
     ]
 
 
+def _nanos_cases() -> list[LibCase]:
+    from generator.podsets.lib_tests import nanos_cases
+
+    return [LibCase(*case) for case in nanos_cases()]
+
+
 LIB_CASES: dict[str, list[LibCase]] = {
+    "nanos": _nanos_cases(),
     "quantity": quantity_cases(),
     "semantic": semantic_cases(),
     "review": review_cases(),

@@ -20,6 +20,7 @@ class Parameter:
     schema: dict[str, Json]
     """openAPIV3Schema of the parameter (structural: a `type` at every level)."""
     default: Json
+    """None: the parameter is left out of the default Constraint (e.g. an optional limit)."""
     description: str
 
 
@@ -123,7 +124,7 @@ class Rule:
         return self.template_name
 
     def default_parameters(self) -> dict[str, Json]:
-        return {p.name: p.default for p in self.parameters}
+        return {p.name: p.default for p in self.parameters if p.default is not None}
 
     def parameters_schema(self) -> dict[str, Json]:
         return {

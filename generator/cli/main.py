@@ -29,9 +29,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "review": ("generator.cli.review_command", "evaluate one admission request the way Gatekeeper would"),
     "test": ("generator.cli.test_command", "run the Rego unit tests and gator suites on the engine"),
-    "bundle": ("generator.cli.bundle_command", "build, sign and verify OPA bundles of the policies"),
+    "bundle": ("generator.cli.bundle_command", "build, sign, verify, serve and publish OPA bundles of the policies"),
     "provider": ("generator.cli.provider_command", "run the external data provider (JobSet state for Gatekeeper)"),
     "certs": ("generator.cli.certs_command", "make the provider's CA, serving certificate and the Provider caBundle"),
+    "podsets": (
+        "generator.cli.podsets_command",
+        "print the PodSets and total requests of a TrainJob, computed the Trainer's way",
+    ),
 }
 """name -> (module, one-line help shown by `trainer-policy --help`)."""
 

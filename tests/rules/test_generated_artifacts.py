@@ -121,7 +121,10 @@ def test_constraint_templates(profile):
         rule = next(r for r in load_catalog() if r.kind == template["spec"]["crd"]["spec"]["names"]["kind"])
         if rule.data.inventory:
             sync = json.loads(annotations["metadata.gatekeeper.sh/requires-sync-data"])
-            assert sync == [[{"groups": ["jobset.x-k8s.io"], "versions": ["v1alpha2"], "kinds": ["JobSet"]}]]
+            # One requirement per kind: every kind the rule reads must be synced.
+            assert sync == [
+                [{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory
+            ]
         else:
             assert "metadata.gatekeeper.sh/requires-sync-data" not in annotations
 
@@ -231,7 +234,9 @@ def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
         kinds = sorted(doc["kind"] for doc in rendered)
         assert kinds.count("ConstraintTemplate") == len(rules)
         assert "Provider" not in kinds
-        assert kinds.count("SyncSet") == (0 if folder.endswith(EXTERNAL_DATA_VARIANT) else 1)
+        syncsets = [d for d in rendered if d["kind"] == "SyncSet"]
+        synced = {g["kind"] for d in syncsets for g in d["spec"]["gvks"]}
+        assert len(syncsets) <= 1 and ("JobSet" in synced) == (not folder.endswith(EXTERNAL_DATA_VARIANT)), synced
         constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
         assert sorted(d["metadata"]["name"] for d in constraints) == sorted(rules)
         assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)

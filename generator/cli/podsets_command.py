@@ -1,0 +1,121 @@
+"""`trainer-policy podsets`: what a TrainJob will request, computed by the budget rule's own Rego.
+
+Only argparse is imported at load time; the engine and YAML readers are imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXIT_OK = 0
+TRAINER_API_GROUP = "trainer.kubeflow.org"
+RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "podsets",
+        help="print a TrainJob's PodSets and total requests, as the budget rule computes them",
+        description=(
+            "Compute the PodSets of a TrainJob on its (Cluster)TrainingRuntime: per-Pod requests (Kubernetes' pod "
+            "request formula), counts, total requests, Pods and trainer nodes, by evaluating the resource-budget "
+            "template's Rego on the embedded OPA. Exit 0, or 2 with one line on stderr (runtime missing, bad input)."
+        ),
+    )
+    parser.add_argument("trainjob", metavar="TRAINJOB.yaml", help="a TrainJob (trainer.kubeflow.org/v1alpha1)")
+    parser.add_argument(
+        "--objects",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="runtimes (TrainingRuntime, ClusterTrainingRuntime) standing in for the cluster",
+    )
+    parser.add_argument("--profile", default=None, help="Trainer version profile whose bundle's Rego is used")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from generator.errors import InputError
+    from generator.gatekeeper.documents import dig, read_documents, read_single
+    from generator.gatekeeper.inventory import build_inventory
+    from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
+    from generator.podsets.rego import PodSetsEngine
+
+    document = read_single(args.trainjob)
+    trainjob = document.body
+    group = str(trainjob.get("apiVersion", "")).rpartition("/")[0]
+    if trainjob.get("kind") != "TrainJob" or group != TRAINER_API_GROUP:
+        raise InputError(document.source, f"expected a TrainJob of {TRAINER_API_GROUP}", field="kind")
+    namespace = dig(trainjob, "metadata", "namespace") or "default"
+    trainjob = {**trainjob, "metadata": {**(trainjob.get("metadata") or {}), "namespace": namespace}}
+    objects = [_in_namespace(doc.body, namespace) for path in args.objects for doc in read_documents(path)]
+    bundle = gatekeeper_bundle_dir(args.profile or DEFAULT_PROFILE)
+    if not Path(bundle).is_dir():
+        raise InputError(str(bundle), "no such bundle (unknown --profile?)")
+    with PodSetsEngine.from_bundle(Path(bundle)) as engine:
+        lookup = engine.runtime(build_inventory(objects), trainjob)
+        if not lookup["found"]:
+            raise InputError(document.source, _missing(lookup, trainjob), field="spec.runtimeRef")
+        result = engine.compute(trainjob, lookup["runtime"])
+    if result["invalid"]:
+        raise InputError(document.source, f"{result['invalid'][0]} is not a Kubernetes quantity")
+    report = _report(trainjob, lookup["runtime"], result)
+    if args.output == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(_table(report))
+    return EXIT_OK
+
+
+def _in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """A TrainingRuntime given without a namespace is taken as being in the TrainJob's (like `kubectl -n`)."""
+    metadata = obj.get("metadata")
+    if obj.get("kind") == "TrainingRuntime" and isinstance(metadata, dict) and not metadata.get("namespace"):
+        return {**obj, "metadata": {**metadata, "namespace": namespace}}
+    return obj
+
+
+def _missing(lookup: dict[str, Any], trainjob: dict[str, Any]) -> str:
+    if lookup["type"] == "Internal":
+        ref = trainjob.get("spec", {}).get("runtimeRef", {}) or {}
+        kind = ref.get("kind") or "ClusterTrainingRuntime"
+        return f"no {kind} objects were given with --objects, so the runtime cannot be read"
+    return f"{lookup['detail']} in --objects"
+
+
+def _report(trainjob: dict[str, Any], runtime: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    from generator.podsets.model import formatted
+
+    metadata = trainjob.get("metadata") or {}
+    return {
+        "trainJob": f"{metadata.get('namespace')}/{metadata.get('name')}",
+        "runtime": {"kind": runtime.get("kind"), "name": (runtime.get("metadata") or {}).get("name")},
+        "podSets": [{**ps, "singlePodRequests": formatted(ps["singlePodRequests"])} for ps in result["podSets"]],
+        "totalRequests": formatted(result["totalRequests"]),
+        "pods": result["pods"],
+        "trainerNodes": result["trainerNodes"],
+    }
+
+
+def _requests(resources: dict[str, str]) -> str:
+    return " ".join(f"{name}={value}" for name, value in resources.items()) or "-"
+
+
+def _table(report: dict[str, Any]) -> str:
+    rows = [("PODSET", "ANCESTOR", "COUNT", "REQUESTS PER POD")]
+    for ps in report["podSets"]:
+        rows.append((ps["name"], ps["ancestor"] or "-", str(ps["count"]), _requests(ps["singlePodRequests"])))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])), row[3]]) for row in rows]
+    runtime = report["runtime"]
+    lines.insert(0, f"TrainJob {report['trainJob']} on {runtime['kind']} {runtime['name']}")
+    lines.append(
+        f"TOTAL pods={report['pods']} trainerNodes={report['trainerNodes']} {_requests(report['totalRequests'])}"
+    )
+    return "\n".join(line.rstrip() for line in lines)

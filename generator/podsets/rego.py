@@ -1,0 +1,60 @@
+"""The Rego lib `lib.trainer.podsets` on the embedded OPA: the PodSets exactly as the budget rule sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.engine import EmbeddedOpaEngine
+from generator.errors import InputError
+
+BUDGET_KIND = "TrainerTrainJobResourceBudget"
+LIBS = ("review", "nanos", "podsets")
+COMPUTE = "x := data.lib.trainer.podsets.compute(input.trainjob, input.runtime)"
+LOOKUP = "x := data.lib.trainer.podsets.runtime(input.inventory, input.trainjob)"
+
+
+class PodSetsEngine:
+    """One warm engine holding the libs; build it once and evaluate many TrainJobs."""
+
+    def __init__(self, lib_sources: Iterable[str]):
+        self.engine = EmbeddedOpaEngine()
+        for i, source in enumerate(lib_sources):
+            self.engine.add_module(f"lib{i}.rego", source)
+        self.engine.eval_query("x := 1")
+
+    @classmethod
+    def from_catalog(cls) -> PodSetsEngine:
+        """The libs as the generator renders them into every template."""
+        from generator.render.rego import lib
+
+        return cls(lib(name).source for name in LIBS)
+
+    @classmethod
+    def from_bundle(cls, bundle_dir: Path) -> PodSetsEngine:
+        """The libs the budget ConstraintTemplate of a Gatekeeper bundle ships."""
+        for path in sorted(bundle_dir.glob("*/template.yaml")):
+            template = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if template.get("spec", {}).get("crd", {}).get("spec", {}).get("names", {}).get("kind") == BUDGET_KIND:
+                return cls(template["spec"]["targets"][0]["code"][0]["source"]["libs"])
+        raise InputError(str(bundle_dir), f"no ConstraintTemplate of kind {BUDGET_KIND} in this bundle")
+
+    def compute(self, trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
+        result = self.engine.eval_query(COMPUTE, {"trainjob": trainjob, "runtime": runtime})
+        return result.bindings[0]["x"]
+
+    def runtime(self, inventory: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any]:
+        result = self.engine.eval_query(LOOKUP, {"inventory": inventory, "trainjob": trainjob})
+        return result.bindings[0]["x"]
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> PodSetsEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from generator.admission import inventory_document
     from generator.errors import InputError
     from generator.gatekeeper.documents import dig, read_documents, read_single
-    from generator.gatekeeper.inventory import build_inventory
     from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
     from generator.podsets.rego import PodSetsEngine
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(bundle).is_dir():
         raise InputError(str(bundle), "no such bundle (unknown --profile?)")
     with PodSetsEngine.from_bundle(Path(bundle)) as engine:
-        lookup = engine.runtime(build_inventory(objects), trainjob)
+        lookup = engine.runtime(inventory_document(objects), trainjob)
         if not lookup["found"]:
             raise InputError(document.source, _missing(lookup, trainjob), field="spec.runtimeRef")
         result = engine.compute(trainjob, lookup["runtime"])

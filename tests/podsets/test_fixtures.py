@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from generator.admission import inventory_document
 from generator.cli.main import main
 from generator.gatekeeper.documents import read_documents
-from generator.gatekeeper.inventory import build_inventory
 from generator.podsets.model import compute, formatted
 from generator.profiles import PROFILES, generated_profiles
 from tests.rules.helpers import review_cli
@@ -163,7 +163,7 @@ def test_podsets_command_gives_the_hand_calculation(profile, name):
 def test_model_and_rego_give_the_hand_calculation(profile, name, rego_podsets):
     """Every profile, including those without a shipped bundle yet: Python model and the catalog's Rego."""
     trainjob = yaml.safe_load(_trainjob(profile, name).read_text())
-    inventory = build_inventory(doc.body for doc in read_documents(_runtimes(profile)))
+    inventory = inventory_document(doc.body for doc in read_documents(_runtimes(profile)))
     lookup = rego_podsets.runtime(inventory, trainjob)
     assert lookup["found"], lookup
     rego = rego_podsets.compute(trainjob, lookup["runtime"])

@@ -30,10 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="extend",
         default=[],
         metavar="FILE",
-        help="runtimes (TrainingRuntime, ClusterTrainingRuntime) standing in for the cluster",
+        help="runtimes (TrainingRuntime, ClusterTrainingRuntime) standing in for the cluster (default: none)",
     )
-    parser.add_argument("--profile", default=None, help="Trainer version profile whose bundle's Rego is used")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--profile", default=None, help="Trainer version profile whose bundle's Rego is used (default: v2.0)"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="output format (default %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 

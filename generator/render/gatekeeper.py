@@ -36,8 +36,9 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
         "trainer.kubeflow.org/policy-profile": profile.name,
     }
     if rule.data.inventory:
+        # One requirement per kind (all must be synced); a requirement's inner list holds alternatives.
         annotations["metadata.gatekeeper.sh/requires-sync-data"] = json.dumps(
-            [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]} for k in rule.data.inventory]]
+            [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory]
         )
     return {
         "apiVersion": "templates.gatekeeper.sh/v1",
@@ -75,7 +76,7 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
 
 def constraint(rule: Rule) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "enforcementAction": "deny",
+        "enforcementAction": rule.enforcement_action,
         "match": {"kinds": [{"apiGroups": list(m.api_groups), "kinds": list(m.kinds)} for m in rule.match]},
     }
     if rule.parameters:

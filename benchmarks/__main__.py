@@ -5,7 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ["benchmarks.trivial_baseline", "benchmarks.policy_review", "benchmarks.provider_load"]
+MODULES = [
+    "benchmarks.trivial_baseline",
+    "benchmarks.policy_review",
+    "benchmarks.trainjob_review",
+    "benchmarks.provider_load",
+]
 
 
 def main() -> int:

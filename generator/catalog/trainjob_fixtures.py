@@ -3,9 +3,11 @@ entries in each profile's shape, and the runtimes they reference (what data.inve
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from generator.catalog.fixtures import ANCESTOR_LABEL, NAMESPACE, TRAINJOB_API
+from generator.catalog.model import Case
 from generator.profiles import Profile
 
 DEPRECATED = {"trainer.kubeflow.org/support": "deprecated"}
@@ -140,3 +142,26 @@ def mpi_runtime(name: str = "mpi-distributed", jobs: list[str] = ("launcher", "n
         [job(j, ancestor="trainer" if j == "launcher" else None, containers=["node"]) for j in jobs],
         ml_policy=ml,
     )
+
+
+def default_runtime() -> dict[str, Any]:
+    """The ClusterTrainingRuntime `torch-distributed` that generator.catalog.fixtures.trainjob references, with
+    every job the other rules' overrides target (node, launcher, the initializers)."""
+    rt = runtime()
+    rt["spec"]["template"]["spec"]["replicatedJobs"].append(job("launcher", containers=["node"]))
+    return rt
+
+
+def with_runtime(cases: list[Case]) -> list[Case]:
+    """Cases of rules about other fields, with the runtime their TrainJobs reference in the cluster, so that the
+    runtime checks (trainjob-runtime-ref, which every bundle also holds) admit them."""
+    rt = default_runtime()
+    result = []
+    for case in cases:
+        subject = case.object or case.old_object or {}
+        if subject.get("kind") == "TrainJob" and not any(
+            o.get("kind") == "ClusterTrainingRuntime" for o in case.cluster
+        ):
+            case = dataclasses.replace(case, cluster=(*case.cluster, rt))
+        result.append(case)
+    return result

@@ -117,7 +117,9 @@ def cases(p: Profile) -> list[Case]:
     def with_overrides(*entries: dict) -> dict:
         return trainjob(p, overrides=list(entries))
 
-    ghost_with_containers = override_entry(p, ["ghost"], containers=[container("node")], init_containers=[container("x")])
+    ghost_with_containers = override_entry(
+        p, ["ghost"], containers=[container("node")], init_containers=[container("x")]
+    )
     ghost_expected = [invalid(missing_target(p))]
     if p.override_field != "runtimePatches":
         ghost_expected += [
@@ -149,7 +151,8 @@ def cases(p: Profile) -> list[Case]:
         ),
         Case(
             "cluster_runtime_not_found",
-            "A missing ClusterTrainingRuntime (reported at spec.runtimeRef; upstream's `spec.RuntimeRef` typo not copied).",
+            "A missing ClusterTrainingRuntime (reported at spec.runtimeRef; upstream's `spec.RuntimeRef` typo "
+            "not copied).",
             trainjob(p, runtime="missing"),
             cluster=(other,),
             expected=(not_found("ClusterTrainingRuntime", "missing"),),
@@ -208,7 +211,9 @@ def cases(p: Profile) -> list[Case]:
             cluster=(runtime(jobs=[job("node", ancestor="trainer")]),),
             expected=(
                 Expected(
-                    REF, "Invalid", "must have dataset-initializer job when trainJob is configured with input datasetConfig"
+                    REF,
+                    "Invalid",
+                    "must have dataset-initializer job when trainJob is configured with input datasetConfig",
                 ),
             ),
         ),
@@ -240,7 +245,9 @@ def cases(p: Profile) -> list[Case]:
                 Expected(
                     REF, "Invalid", "must have container with name - dataset-initializer in the dataset-initializer job"
                 ),
-                Expected(REF, "Invalid", "must have container with name - model-initializer in the model-initializer job"),
+                Expected(
+                    REF, "Invalid", "must have container with name - model-initializer in the model-initializer job"
+                ),
             ),
         ),
         Case(
@@ -264,7 +271,11 @@ def cases(p: Profile) -> list[Case]:
                 override_entry(
                     p,
                     ["node"],
-                    containers=[container("sidecar", [{"name": "A", "value": "1"}]), container("node", []), container("setup")],
+                    containers=[
+                        container("sidecar", [{"name": "A", "value": "1"}]),
+                        container("node", []),
+                        container("setup"),
+                    ],
                     init_containers=[container("setup")],
                 ),
                 override_entry(p, ["dataset-initializer"], manager="acme.io/b"),
@@ -298,7 +309,9 @@ def cases(p: Profile) -> list[Case]:
             "An initContainer the runtime's job lacks.",
             with_overrides(override_entry(p, ["dataset-initializer"], init_containers=[container("ghost")])),
             cluster=cluster,
-            expected=(invalid("must not have initContainer that doesn't exist in the runtime job dataset-initializer"),),
+            expected=(
+                invalid("must not have initContainer that doesn't exist in the runtime job dataset-initializer"),
+            ),
         ),
         Case(
             "override_env_on_reserved_containers",
@@ -362,7 +375,7 @@ RULE = Rule(
         "ClusterTrainingRuntime of trainer.kubeflow.org (`unsupported runtime: <kind>.<apiGroup>`, or `<kind>` "
         "alone for an empty group, as Kubernetes prints a GroupKind); the runtime must exist in data.inventory "
         "(a TrainingRuntime in the TrainJob's namespace) with upstream's NotFound text, which names the Kind "
-        "(`TrainingRuntime.trainer.kubeflow.org \"<name>\" not found: specified trainingRuntime must be created "
+        '(`TrainingRuntime.trainer.kubeflow.org "<name>" not found: specified trainingRuntime must be created '
         "before the TrainJob is created`; the shared spec's lower-case plural resource is not what upstream "
         "prints); a kind with no objects in the inventory is reported as not synced (Internal) instead of "
         "claiming the runtime is missing. As upstream, a missing runtime is the only error. Then: "

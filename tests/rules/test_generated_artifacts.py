@@ -91,7 +91,10 @@ def test_constraint_templates(profile):
         rule = next(r for r in load_catalog() if r.kind == template["spec"]["crd"]["spec"]["names"]["kind"])
         if rule.data.inventory:
             sync = json.loads(annotations["metadata.gatekeeper.sh/requires-sync-data"])
-            assert sync == [[{"groups": ["jobset.x-k8s.io"], "versions": ["v1alpha2"], "kinds": ["JobSet"]}]]
+            # One requirement per kind: every kind the rule reads must be synced.
+            assert sync == [
+                [{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory
+            ]
         else:
             assert "metadata.gatekeeper.sh/requires-sync-data" not in annotations
 

@@ -69,10 +69,7 @@ missing_detail := sprintf("%s: specified %s must be created before the TrainJob 
 	lookup.reason == "not_found"
 } else := lookup.detail
 
-initializers := [
-	{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"},
-	{"key": "model", "job": "model-initializer", "config": "modelConfig"},
-]
+initializers := [{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"}, {"key": "model", "job": "model-initializer", "config": "modelConfig"}]
 
 configured(key) if review.get(trainjob, ["spec", "initializer", key], null) != null
 

@@ -56,6 +56,7 @@ status:
   - {name: node, ready: 2, succeeded: 0, failed: 1, active: 0, suspended: 1}
 """)
 
+
 def review_cli(tmp_path, review, *, objects=(), **kwargs):
     """`trainer-policy review` on a cluster that also holds the ClusterTrainingRuntime the TrainJobs reference
     (every bundle checks a TrainJob's runtime: trainjob-runtime-ref)."""

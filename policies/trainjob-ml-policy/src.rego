@@ -27,13 +27,9 @@ import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
 
-default inventory := {}
-
-inventory := data.inventory
-
 trainjob := review.new_object
 
-lookup := runtime.lookup(inventory, trainjob)
+lookup := runtime.lookup(trainjob)
 
 # METADATA
 # title: found

@@ -38,15 +38,11 @@ import data.lib.trainer.violations
 
 field := "spec.podSpecOverrides"
 
-default inventory := {}
-
-inventory := data.inventory
-
 trainjob := review.new_object
 
 checked if review.applies_to({"CREATE", "UPDATE"})
 
-lookup := runtime.lookup(inventory, trainjob)
+lookup := runtime.lookup(trainjob)
 
 found := lookup.runtime if lookup.found
 

@@ -135,7 +135,7 @@ TRAINJOB_RULE = Rule(
     ),
     rationale="Users learn that their TrainJob's runtime is going away while it still runs.",
     spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.0",
+    version="1.0.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -177,7 +177,7 @@ def test_generate_one_profile_keeps_the_others():
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
     """What `kubectl apply -k` sends for each install of the profile: every template and constraint once, labelled
-    with its install step, the SyncSet where JobSets are synced, and never a Provider."""
+    with its install step, one SyncSet (runtimes, and JobSets where they are synced), and never a Provider."""
     assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
     for folder, rules in _variants(profile).items():
         out = subprocess.run(
@@ -191,7 +191,11 @@ def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
         kinds = sorted(doc["kind"] for doc in rendered)
         assert kinds.count("ConstraintTemplate") == len(rules)
         assert "Provider" not in kinds
-        assert kinds.count("SyncSet") == (0 if folder.endswith(EXTERNAL_DATA_VARIANT) else 1)
+        # Every install syncs the runtimes (the runtime checks read them); only the default one syncs JobSets.
+        (syncset,) = [d for d in rendered if d["kind"] == "SyncSet"]
+        synced = {gvk["kind"] for gvk in syncset["spec"]["gvks"]}
+        assert {"TrainingRuntime", "ClusterTrainingRuntime"} <= synced
+        assert ("JobSet" in synced) == (not folder.endswith(EXTERNAL_DATA_VARIANT))
         constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
         assert sorted(d["metadata"]["name"] for d in constraints) == sorted(rules)
         assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)

@@ -121,8 +121,7 @@ def run() -> dict[str, Any]:
                 # the same whatever the policy, so this ratio is the cost the policies add.
                 pair = measure_interleaved(
                     {"policies": lambda r=request: runner.review(r), "trivial": lambda r=request: trivial.review(r)},
-                    warmup=max(5, _iterations(count) // 10),
-                    iterations=_iterations(count),
+                    warmup=max(5, _iterations(count) // 10), iterations=_iterations(count),
                 )
                 stats, same = pair["policies"], pair["trivial"]
                 stats["matched_constraints"] = len(_matching(runner, request))
@@ -156,11 +155,7 @@ def go_gc_tuned() -> dict[str, Any]:
     """The one-override scenarios again, with Go collecting only near a memory limit."""
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.policy_review", "--one-override-json"],
-        env={**os.environ, **GO_GC_TUNING},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
+        env={**os.environ, **GO_GC_TUNING}, capture_output=True, text=True, check=True, timeout=600,
     )
     return {"env": GO_GC_TUNING, **json.loads(proc.stdout)}
 
@@ -201,13 +196,9 @@ def main() -> None:
         )
         print(f"{name}: {cells}")
     tuned = payload["go_gc_tuned"]
-    print(
-        f"with {tuned['env']}: "
-        + ", ".join(
-            f"{name} median {s['median_ms']:.3f} ms p99 {s['p99_ms']:.3f} ms" for name, s in tuned["scenarios"].items()
-        )
-        + f", max RSS {tuned['max_rss_mib']:.0f} MiB (default GC: {payload['max_rss_mib']:.0f} MiB)"
-    )
+    print(f"with {tuned['env']}: " + ", ".join(
+        f"{name} median {s['median_ms']:.3f} ms p99 {s['p99_ms']:.3f} ms" for name, s in tuned["scenarios"].items()
+    ) + f", max RSS {tuned['max_rss_mib']:.0f} MiB (default GC: {payload['max_rss_mib']:.0f} MiB)")
     for name, met in payload["targets"].items():
         print(f"targets {name}: " + ", ".join(f"{k}={'met' if v else 'NOT met'}" for k, v in met.items()))
     print(f"-> {path}")

@@ -103,11 +103,8 @@ def test_parameters_file_overrides_and_is_validated():
 
 
 def test_template_that_fails_to_compile_names_the_template(tmp_path):
-    broken = (
-        (FIXTURES / "templates.yaml")
-        .read_text()
-        .split("---")[1]
-        .replace("old != new", "old != undefined_function(new)")
+    broken = (FIXTURES / "templates.yaml").read_text().split("---")[1].replace(
+        "old != new", "old != undefined_function(new)"
     )
     (tmp_path / "broken.yaml").write_text(broken)
     with pytest.raises(TemplateError, match=r"template k8simmutablename: Rego does not compile: .*undefined function"):
@@ -115,14 +112,9 @@ def test_template_that_fails_to_compile_names_the_template(tmp_path):
 
 
 def test_evaluation_error_is_an_error_never_allowed(tmp_path):
-    template = (
-        (FIXTURES / "templates.yaml")
-        .read_text()
-        .split("---")[1]
-        .replace(
-            'msg := sprintf("owner changed from %v to %v", [old, new])',
-            'msg := sprintf("%v", [to_number(new)])',
-        )
+    template = (FIXTURES / "templates.yaml").read_text().split("---")[1].replace(
+        'msg := sprintf("owner changed from %v to %v", [old, new])',
+        'msg := sprintf("%v", [to_number(new)])',
     )
     (tmp_path / "t.yaml").write_text(template)
     policy_set = load_policy_set([tmp_path / "t.yaml"])

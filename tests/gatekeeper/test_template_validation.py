@@ -35,8 +35,7 @@ def source(body) -> dict:
 CASES = {
     "v0 version": (lambda b: source(b).update(version="v0"), r"code\[0\]\.source\.version: must be \"v1\""),
     "legacy rego field": (
-        lambda b: b["spec"]["targets"][0].update(rego="package x"),
-        r"spec\.targets\[0\]\.rego: legacy Rego v0",
+        lambda b: b["spec"]["targets"][0].update(rego="package x"), r"spec\.targets\[0\]\.rego: legacy Rego v0"
     ),
     "name not lower kind": (lambda b: b["metadata"].update(name="other"), r"metadata\.name: must be the lower-cased"),
     "forbidden data ref": (
@@ -44,8 +43,7 @@ CASES = {
         r"invalid data reference: 'data\.kubernetes\.pods' is not allowed",
     ),
     "lib outside lib": (
-        lambda b: source(b).update(libs=["package helpers\nf := 1\n"]),
-        r"lib package 'helpers' must be under `lib\.`",
+        lambda b: source(b).update(libs=["package helpers\nf := 1\n"]), r"lib package 'helpers' must be under `lib\.`"
     ),
     "no violation rule": (
         lambda b: source(b).update(rego="package k8srequiredlabel\ndeny contains 1 if true\n"),

@@ -160,6 +160,13 @@ def cases(p: Profile) -> list[Case]:
             trainjob(nodes=64),
         ),
         Case(
+            "audit_no_limits_configured",
+            'Audit (operation "") of a stored TrainJob with the default Constraint: no limit, no violation.',
+            trainjob(nodes=64),
+            operation=AUDIT,
+            cluster=runtimes,
+        ),
+        Case(
             "within_gpu_limit",
             "4 nodes x 8 GPUs (resourcesPerNode limits stand in for requests) is exactly the limit of 32: allowed.",
             trainjob(),

@@ -74,6 +74,187 @@ test_no_limits_configured if {
 	result == set()
 }
 
+# Audit (operation "") of a stored TrainJob with the default Constraint: no limit, no violation.
+test_audit_no_limits_configured if {
+	result := violation
+		with input as {
+			"parameters": {
+				"maxTotal": {},
+				"namespaces": {},
+			},
+			"review": {
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"trainer": {
+							"numNodes": 64,
+							"resourcesPerNode": {
+								"limits": {
+									"nvidia.com/gpu": 8,
+								},
+								"requests": {
+									"cpu": "8",
+								},
+							},
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "",
+				"options": null,
+				"resource": {
+					"group": "",
+					"resource": "",
+					"version": "",
+				},
+				"uid": "",
+				"userInfo": {},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"resources": {
+																			"requests": {
+																				"cpu": "2",
+																			},
+																		},
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"resources": {
+																			"requests": {
+																				"cpu": "2",
+																			},
+																		},
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																		"resources": {
+																			"limits": {
+																				"nvidia.com/gpu": 1,
+																			},
+																			"requests": {
+																				"cpu": "4",
+																				"memory": "16Gi",
+																			},
+																		},
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "log-agent",
+																		"resources": {
+																			"requests": {
+																				"cpu": "500m",
+																			},
+																		},
+																		"restartPolicy": "Always",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
 # 4 nodes x 8 GPUs (resourcesPerNode limits stand in for requests) is exactly the limit of 32: allowed.
 test_within_gpu_limit if {
 	result := violation

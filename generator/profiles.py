@@ -30,6 +30,27 @@ class Profile:
     """Whether `trainer-policy generate` emits a Gatekeeper bundle for it today."""
     managed_by_immutable_detail: str = "ManagedBy value is immutable"
     """Rule C: the immutability detail (the webhook's text until v2.1, the CRD's CEL `field is immutable` from v2.2)."""
+    name_rule: Literal["webhook", "cel"] = "cel"
+    """E1: `webhook` (v2.0: DNS-1035 details, CREATE) or `cel` (v2.1+: the CRD's two CEL messages)."""
+    num_proc_per_node_int_or_string: bool = False
+    """v2.0/v2.1: numProcPerNode is int-or-string (MPI int check, Torch string check; Torch runs only when set)."""
+    duplicate_target_check: bool = False
+    """E5 (v2.0 only): a targetJob named twice over all override entries is a Duplicate."""
+    torchtune_qlora_checks: bool = True
+    """C9 QLoRA checks (v2.1+)."""
+    torchtune_lora_args_checks: bool = False
+    """C9 LoRA multi-node and immutable trainer args checks (v2.3)."""
+    immutable_fields: tuple[tuple[str, str], ...] = (
+        ("runtimeRef", "field is immutable"),
+        ("initializer", "field is immutable"),
+        ("trainer", "field is immutable"),
+        ("activeDeadlineSeconds", "field is immutable"),
+    )
+    """C10: (spec field, CEL message) pairs immutable on UPDATE (managedBy is rule C's)."""
+    patch_fields_immutable: bool = True
+    """C10 (v2.2+): six fields of each runtime patch's pod spec are immutable (CEL transition rules)."""
+    deprecated_runtime_warnings: bool = True
+    """C4 (v2.1+): warnings for ClusterTrainingRuntimes labelled trainer.kubeflow.org/support=deprecated."""
 
     @property
     def override_path(self) -> str:
@@ -47,12 +68,41 @@ class Profile:
         )
 
 
+V20_IMMUTABLE = (("runtimeRef", "runtimeRef is immutable"),)
+"""v2.0 and v2.1: only runtimeRef (besides managedBy) is immutable, with its own CEL message."""
+
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("v2.0", "v2.0.0, v2.0.1", "podSpecOverrides", "PodSpecOverrides", "new", True, False, False),
         Profile(
-            "v2.1", "v2.1.x", "podTemplateOverrides", "PodTemplateOverrides", "new", False, True, False, generated=False
+            "v2.0",
+            "v2.0.0, v2.0.1",
+            "podSpecOverrides",
+            "PodSpecOverrides",
+            "new",
+            True,
+            False,
+            False,
+            name_rule="webhook",
+            num_proc_per_node_int_or_string=True,
+            duplicate_target_check=True,
+            torchtune_qlora_checks=False,
+            immutable_fields=V20_IMMUTABLE,
+            patch_fields_immutable=False,
+            deprecated_runtime_warnings=False,
+        ),
+        Profile(
+            "v2.1",
+            "v2.1.x",
+            "podTemplateOverrides",
+            "PodTemplateOverrides",
+            "new",
+            False,
+            True,
+            False,
+            num_proc_per_node_int_or_string=True,
+            immutable_fields=V20_IMMUTABLE,
+            patch_fields_immutable=False,
         ),
         Profile(
             "v2.2",
@@ -63,7 +113,6 @@ PROFILES: dict[str, Profile] = {
             False,
             True,
             False,
-            generated=False,
             managed_by_immutable_detail="field is immutable",
         ),
         Profile(
@@ -76,6 +125,7 @@ PROFILES: dict[str, Profile] = {
             True,
             True,
             managed_by_immutable_detail="field is immutable",
+            torchtune_lora_args_checks=True,
         ),
     )
 }

@@ -114,6 +114,8 @@ class Rule:
     template_vars: dict[str, Json] = field(default_factory=dict)
     alternative_to: str = ""
     """The id of the rule this one replaces in the bundle's external-data variant ("" for none)."""
+    enforcement_action: str = "deny"
+    """The default Constraint's enforcementAction: `deny`, or `warn` for rules that mirror upstream warnings."""
 
     @property
     def template_name(self) -> str:

@@ -76,7 +76,7 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
 
 def constraint(rule: Rule) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "enforcementAction": "deny",
+        "enforcementAction": rule.enforcement_action,
         "match": {"kinds": [{"apiGroups": list(m.api_groups), "kinds": list(m.kinds)} for m in rule.match]},
     }
     if rule.parameters:

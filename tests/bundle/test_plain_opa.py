@@ -12,6 +12,7 @@ import yaml
 from generator.admission import inventory_document
 from generator.bundle.archive import write_archive
 from generator.bundle.build import build_bundle
+from generator.catalog.trainjob_fixtures import default_runtime
 from generator.errors import InputError
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.policy_set import load_policy_set
@@ -82,7 +83,9 @@ def _review(operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | No
 
 
 def _trainjob(managed_by: str | None, namespace: str = "team-a", name: str = "job-1", **labels: str) -> dict:
-    spec = {} if managed_by is None else {"managedBy": managed_by}
+    spec: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed"}}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
     metadata: dict[str, Any] = {"name": name, "labels": labels}
     if namespace:
         metadata["namespace"] = namespace
@@ -91,7 +94,8 @@ def _trainjob(managed_by: str | None, namespace: str = "team-a", name: str = "jo
 
 def test_deny_warn_and_admission_review_documents(built_bundles):
     denied = _review("CREATE", _trainjob("example.com/other"))
-    with OpaBundle(built_bundles["v2.0"].read_bytes()) as opa:
+    # The cluster's runtime (the runtime checks read it from data.inventory), so managedBy is the one violation.
+    with OpaBundle(built_bundles["v2.0"].read_bytes(), inventory_document([default_runtime()])) as opa:
         decision = opa.query("kubeflow.trainer.decision", denied)
         assert decision["allowed"] is False
         [violation] = decision["violations"]

@@ -152,21 +152,24 @@ class SwitchableProvider:
 def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cache():
     """Gatekeeper caches each answer for 3 minutes per key; the external-data rule's key carries the request
     uid, so the second request reaches the provider and sees the JobSet that turned active."""
+    from generator.catalog.trainjob_fixtures import default_runtime
     from generator.gatekeeper.documents import Document
     from generator.gatekeeper.review import request_from_document
     from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
     from tests.admission import admission_review
 
     def update(uid: str):
-        old = trainjob("job1", suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "node"}]}])
-        new = trainjob("job1", suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "launcher"}]}])
+        ref = {"name": "torch-distributed"}
+        old = trainjob("job1", runtimeRef=ref, suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "node"}]}])
+        new = trainjob("job1", runtimeRef=ref, suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "launcher"}]}])
         return request_from_document(Document("test", admission_review("UPDATE", new, old, uid=uid)))
 
     policy_set = load_policy_set([gatekeeper_bundle_dir("v2.0") / EXTERNAL_DATA_VARIANT])
     provider = SwitchableProvider([jobset("job1", active={"node": 0})])
     cache = ResponseCache()  # Gatekeeper's default TTL, never expired in this test
     assert cache.ttl_seconds == 180
-    with GatekeeperRunner(policy_set, cache=cache) as runner:
+    # The cluster holds the TrainJob's runtime: the bundle's runtime checks read it from the inventory.
+    with GatekeeperRunner(policy_set, cache=cache, objects=[default_runtime()]) as runner:
         runner.external_data.fallback = provider
         assert runner.review(update("uid-1")).allowed
         provider.objects = [jobset("job1", active={"node": 3})]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from generator.catalog.trainjob_fixtures import runtime
 from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import HttpsProvider, ResponseCache
 from generator.gatekeeper.policy_set import load_policy_set
@@ -82,7 +83,11 @@ def test_override_change_denied_while_active_admitted_once_inactive(
 
     policy_set = load_policy_set(paths)
     client = HttpsProvider(running.url, str(pki.ca), timeout=2.0)
-    with GatekeeperRunner(policy_set, {PROVIDER: client}, cache=ResponseCache(ttl_seconds=ttl)) as runner:
+    # Gatekeeper's sync also holds the TrainJob's runtime: the bundle's runtime checks read it.
+    torch = runtime("torch")
+    with GatekeeperRunner(
+        policy_set, {PROVIDER: client}, cache=ResponseCache(ttl_seconds=ttl), objects=[torch]
+    ) as runner:
 
         def review() -> ReviewResult:
             return runner.review(override_update(namespace, name))

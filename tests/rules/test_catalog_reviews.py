@@ -42,6 +42,11 @@ def _expected(case: Case) -> list[str]:
     return sorted(e.msg for e in case.expected)
 
 
+def _denied(rule: Rule, case: Case) -> bool:
+    """Violations of a `warn` Constraint are reported but the request is allowed."""
+    return bool(case.expected) and rule.enforcement_action == "deny"
+
+
 def _cli_expressible(case: Case) -> bool:
     return case.operation != AUDIT and case.external_data is None
 
@@ -58,10 +63,11 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
             parameters=parameters,
             variant=variant_of(rule),
         )
-        assert result.exit_code == (1 if case.expected else 0), (result.stderr, result.body)
+        assert result.exit_code == (1 if _denied(rule, case) else 0), (result.stderr, result.body)
         assert result.messages == _expected(case)
         for violation in result.body["violations"]:
             assert violation["constraint"] == rule.id
+            assert violation["enforcementAction"] == rule.enforcement_action
             assert violation["msg"] == "{field}: {type}: {detail}".format(**violation["details"])
         return
     providers = {}
@@ -77,4 +83,4 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
     )
     assert result.errors == []
     assert sorted(v.msg for v in result.violations) == _expected(case)
-    assert result.allowed == (not case.expected)
+    assert result.allowed == (not _denied(rule, case))

@@ -47,6 +47,27 @@ VOCABULARY = [
     "activeReplicatedJobs",
     "trainer.kubeflow.org/trainjob-ancestor-step",
     "trainer.kubeflow.org/webhook-validation",
+    "trainer.kubeflow.org/support",
+    "runtimeRef",
+    "kind",
+    "apiGroup",
+    "trainer",
+    "initializer",
+    "dataset",
+    "model",
+    "env",
+    "numNodes",
+    "numProcPerNode",
+    "command",
+    "args",
+    "resourcesPerNode",
+    "mlPolicy",
+    "torch",
+    "mpi",
+    "runLauncherAsNode",
+    "manager",
+    "trainingRuntimeSpec",
+    "activeDeadlineSeconds",
 ]
 STRINGS = [
     "",
@@ -76,6 +97,20 @@ STRINGS = [
     "team-a",
     "job",
     "x" * 5000,
+    "deprecated",
+    "tune",
+    "run",
+    "auto",
+    "PET_NNODES",
+    "torch-distributed",
+    "torchtune-llama3.2-1b",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+    "trainer.kubeflow.org",
+    "model.quantize_base=True",
+    "output_dir=/x",
+    "acme.io/foo",
+    "nvidia.com/gpu",
 ]
 LEAVES = (
     st.none()
@@ -266,3 +301,270 @@ def test_trainjob_update_with_malformed_overrides_and_answers(
 def test_malformed_review_never_errors(review, parameters):
     ANSWER.value = None
     _check(review, parameters, {})
+
+
+RUNTIME_NAMES = st.sampled_from(["torch-distributed", "torchtune-llama3.2-1b", "", "x"]) | VALUES
+CONTAINERS = (
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={"name": st.sampled_from(["node", "setup", "ghost", "model-initializer"]) | VALUES, "env": VALUES},
+        ),
+        max_size=3,
+    )
+    | VALUES
+)
+POD = st.fixed_dictionaries(
+    {}, optional={"containers": CONTAINERS, "initContainers": CONTAINERS, "serviceAccountName": VALUES}
+)
+REPLICATED_JOB = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.sampled_from(["node", "launcher", "dataset-initializer", "model-initializer", "ghost"]) | VALUES,
+            "template": st.fixed_dictionaries(
+                {},
+                optional={
+                    "metadata": VALUES,
+                    "spec": st.fixed_dictionaries(
+                        {}, optional={"template": st.fixed_dictionaries({}, optional={"spec": POD}) | VALUES}
+                    )
+                    | VALUES,
+                },
+            )
+            | VALUES,
+        },
+    )
+    | VALUES
+)
+JOBS = st.lists(REPLICATED_JOB, max_size=4) | VALUES
+RUNTIME_SPEC = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "mlPolicy": st.fixed_dictionaries(
+                {},
+                optional={
+                    "torch": VALUES | st.just({}),
+                    "mpi": VALUES | st.just({"runLauncherAsNode": True}),
+                    "numNodes": VALUES,
+                },
+            )
+            | VALUES,
+            "template": st.fixed_dictionaries(
+                {}, optional={"spec": st.fixed_dictionaries({}, optional={"replicatedJobs": JOBS}) | VALUES}
+            )
+            | VALUES,
+        },
+    )
+    | VALUES
+)
+
+
+def _runtime_object(kind: str) -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries(
+        {"apiVersion": st.just("trainer.kubeflow.org/v1alpha1"), "kind": st.just(kind), "spec": RUNTIME_SPEC},
+        optional={
+            "metadata": st.fixed_dictionaries(
+                {}, optional={"labels": VALUES | st.just({"trainer.kubeflow.org/support": "deprecated"})}
+            ),
+        },
+    )
+
+
+RUNTIME_INVENTORY = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "cluster": st.fixed_dictionaries(
+                {},
+                optional={
+                    "trainer.kubeflow.org/v1alpha1": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "ClusterTrainingRuntime": st.dictionaries(
+                                RUNTIME_NAMES.filter(lambda n: isinstance(n, str)),
+                                _runtime_object("ClusterTrainingRuntime") | VALUES,
+                                max_size=2,
+                            )
+                            | VALUES
+                        },
+                    )
+                    | VALUES
+                },
+            )
+            | VALUES,
+            "namespace": st.fixed_dictionaries(
+                {},
+                optional={
+                    "team-a": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "trainer.kubeflow.org/v1alpha1": st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "TrainingRuntime": st.dictionaries(
+                                        RUNTIME_NAMES.filter(lambda n: isinstance(n, str)),
+                                        _runtime_object("TrainingRuntime") | VALUES,
+                                        max_size=2,
+                                    )
+                                    | VALUES
+                                },
+                            )
+                            | VALUES
+                        },
+                    )
+                    | VALUES
+                },
+            )
+            | VALUES,
+        },
+    )
+    | VALUES
+)
+RUNTIME_NAME_SET = ["torch-distributed", "torchtune-llama3.2-1b", "x"]
+
+
+def _layout(cluster: dict[str, Any], namespaced: dict[str, Any]) -> dict[str, Any]:
+    """Runtimes in Gatekeeper's data.inventory layout."""
+    api = "trainer.kubeflow.org/v1alpha1"
+    return {
+        "cluster": {api: {"ClusterTrainingRuntime": cluster}},
+        "namespace": {"team-a": {api: {"TrainingRuntime": namespaced}}},
+    }
+
+
+SYNCED_RUNTIMES = st.builds(
+    _layout,
+    st.fixed_dictionaries({n: _runtime_object("ClusterTrainingRuntime") for n in RUNTIME_NAME_SET}),
+    st.fixed_dictionaries({n: _runtime_object("TrainingRuntime") for n in RUNTIME_NAME_SET}),
+)
+"""Every name synced under both kinds: a well-formed runtimeRef always finds a (possibly malformed) runtime."""
+WELL_FORMED_REF = st.fixed_dictionaries(
+    {"name": st.sampled_from(RUNTIME_NAME_SET)},
+    optional={
+        "kind": st.sampled_from(["TrainingRuntime", "ClusterTrainingRuntime"]),
+        "apiGroup": st.just("trainer.kubeflow.org"),
+    },
+)
+RUNTIME_REF = WELL_FORMED_REF | (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": RUNTIME_NAMES,
+            "kind": st.sampled_from(["TrainingRuntime", "ClusterTrainingRuntime", "JobSet", "", None]) | VALUES,
+            "apiGroup": st.sampled_from(["trainer.kubeflow.org", "", None, "example.com"]) | VALUES,
+        },
+    )
+    | VALUES
+)
+TRAINER = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "numNodes": VALUES,
+            "numProcPerNode": st.sampled_from([1, 2, "auto", "8"]) | VALUES,
+            "env": st.lists(
+                st.fixed_dictionaries({"name": st.sampled_from(["PET_NNODES", "FOO"]) | VALUES}), max_size=3
+            )
+            | VALUES,
+            "command": st.just(["tune", "run"]) | VALUES,
+            "args": st.lists(
+                st.sampled_from(["model.quantize_base=True", "output_dir=/x", "model.lora_attn_modules=q"]) | VALUES,
+                max_size=3,
+            )
+            | VALUES,
+            "resourcesPerNode": VALUES | st.just({"limits": {"nvidia.com/gpu": "1"}}),
+        },
+    )
+    | VALUES
+)
+TARGETED = st.fixed_dictionaries(
+    {},
+    optional={
+        "targetJobs": st.lists(st.fixed_dictionaries({}, optional={"name": VALUES | st.just("node")}), max_size=3)
+        | VALUES,
+        "containers": CONTAINERS,
+        "initContainers": CONTAINERS,
+        "spec": POD | VALUES,
+    },
+)
+PATCH = st.fixed_dictionaries(
+    {},
+    optional={
+        "manager": st.sampled_from(["acme.io/foo", "bad", "", "A/b c"]) | VALUES,
+        "trainingRuntimeSpec": st.fixed_dictionaries(
+            {},
+            optional={
+                "template": st.fixed_dictionaries(
+                    {}, optional={"spec": st.fixed_dictionaries({}, optional={"replicatedJobs": JOBS}) | VALUES}
+                )
+                | VALUES
+            },
+        )
+        | VALUES,
+    },
+)
+OVERRIDES = st.lists(TARGETED | PATCH | VALUES, max_size=3) | VALUES
+
+
+def _trainjob_spec(ref: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries(
+        {"runtimeRef": ref},
+        optional={
+            "trainer": TRAINER,
+            "initializer": st.fixed_dictionaries({}, optional={"dataset": VALUES, "model": VALUES}) | VALUES,
+            "podSpecOverrides": OVERRIDES,
+            "podTemplateOverrides": OVERRIDES,
+            "runtimePatches": OVERRIDES,
+            "activeDeadlineSeconds": VALUES,
+            "suspend": st.booleans(),
+        },
+    )
+
+
+TRAINJOBS = st.fixed_dictionaries(
+    {"apiVersion": st.just("trainer.kubeflow.org/v1alpha1"), "kind": st.just("TrainJob")},
+    optional={
+        "metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "name": st.sampled_from(["job", "1job", "a" * 70]) | VALUES,
+                "namespace": st.sampled_from(["team-a", "team-b"]) | VALUES,
+            },
+        ),
+        "spec": _trainjob_spec(RUNTIME_REF) | VALUES,
+    },
+)
+TRAINJOBS_ON_SYNCED_RUNTIMES = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("trainer.kubeflow.org/v1alpha1"),
+        "kind": st.just("TrainJob"),
+        "metadata": st.just({"name": "job", "namespace": "team-a"}),
+        "spec": _trainjob_spec(WELL_FORMED_REF),
+    }
+)
+
+
+@SETTINGS
+@given(
+    operation=st.sampled_from(["CREATE", "UPDATE", None]),
+    obj=TRAINJOBS,
+    old=TRAINJOBS | st.none(),
+    inventory=SYNCED_RUNTIMES | RUNTIME_INVENTORY,
+)
+def test_trainjobs_against_malformed_runtimes_never_error(operation, obj, old, inventory):
+    """TrainJobs (missing fields, nulls, wrong types, unknown kinds) against runtimes in data.inventory."""
+    ANSWER.value = None
+    _check(_review(operation, obj, old), {}, inventory)
+
+
+@SETTINGS
+@given(
+    operation=st.sampled_from(["CREATE", "UPDATE", None]), obj=TRAINJOBS_ON_SYNCED_RUNTIMES, inventory=SYNCED_RUNTIMES
+)
+def test_trainjobs_on_found_malformed_runtimes_never_error(operation, obj, inventory):
+    """The runtime is always found (both kinds synced under every name the TrainJob may use), with malformed
+    mlPolicy, jobs and containers, so every check past the lookup runs."""
+    ANSWER.value = None
+    _check(_review(operation, obj, obj), {}, inventory)

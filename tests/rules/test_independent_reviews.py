@@ -18,7 +18,7 @@ from provider.certs import make_ca
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
 from tests.admission import admission_review
-from tests.rules.helpers import review_cli, runner_review
+from tests.rules import helpers
 
 TRAINJOB = yaml.safe_load("""
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -56,6 +56,17 @@ status:
   replicatedJobsStatus:
   - {name: node, ready: 2, succeeded: 0, failed: 1, active: 0, suspended: 1}
 """)
+
+
+def review_cli(tmp_path, review, *, objects=(), **kwargs):
+    """`trainer-policy review` on a cluster that also holds the ClusterTrainingRuntime the TrainJobs reference
+    (every bundle checks a TrainJob's runtime: trainjob-runtime-ref)."""
+    return helpers.review_cli(tmp_path, review, objects=[*objects, runtime()], **kwargs)
+
+
+def runner_review(profile, request, *, objects=(), **kwargs):
+    return helpers.runner_review(profile, request, objects=[*objects, runtime()], **kwargs)
+
 
 SUSPEND_V20 = "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"
 ACTIVE_NODE_V20 = (
@@ -298,7 +309,9 @@ def test_audit_never_judges_an_override_transition(obj):
             variant=variant,
         )
         assert result.errors == []
-        assert result.violations == []
+        assert [v.msg for v in result.violations if "override-mutability" in v.constraint] == []
+        # A TrainJob without spec has no runtime: only trainjob-runtime-ref (a stored-object rule) reports it.
+        assert {v.constraint for v in result.violations} <= {"trainjob-runtime-ref"}
 
 
 # --- C: managedBy ------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 from generator.catalog.fixtures import V1_JOB_KINDS, trainjob, v1_job
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
+from generator.catalog.trainjob_fixtures import with_runtime
 from generator.profiles import Profile
 
 TRAINJOB_ALLOWED = ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]
@@ -185,8 +186,8 @@ TRAINJOB_RULE = Rule(
     data=DataNeeds(),
     template="managed_by.rego.j2",
     libs=("violations", "review"),
-    cases=lambda p: _cases(
-        p.managed_by_immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
+    cases=lambda p: with_runtime(
+        _cases(p.managed_by_immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",))
     ),
     template_vars={
         "field": "spec.managedBy",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from generator.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind, case_uid
+from generator.catalog.trainjob_fixtures import with_runtime
 from generator.profiles import Profile
 
 PROVIDER = "trainer-jobset-provider"
@@ -329,11 +330,11 @@ def _external_data_cases(p: Profile) -> list[Case]:
 
 
 def inventory_cases(p: Profile) -> list[Case]:
-    return _shared_cases(p)
+    return with_runtime(_shared_cases(p))
 
 
 def external_data_cases(p: Profile) -> list[Case]:
-    return _shared_cases(p) + _external_data_cases(p)
+    return with_runtime(_shared_cases(p) + _external_data_cases(p))
 
 
 _DESCRIPTION = (

@@ -1,0 +1,205 @@
+"""Cost of one full TrainJob CREATE review (every constraint of the bundle: name, runtime reference, ML policy,
+deprecation, managedBy, ...) with the runtime read from an inventory of 1,000 runtimes, for 1..64 overrides.
+
+Reported as a ratio to the trivial one-rule template measured in the same run on the same request and the
+same inventory (the runner hands data.inventory to the engine with each review, whatever the template, so
+that cost is the runner's and shows in both). Target: <= 3x, and growth at most linear in the overrides.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from benchmarks.common import max_rss_mib, measure_interleaved, write_result
+from benchmarks.trivial_baseline import FIXTURE
+from generator.admission import inventory_document
+from generator.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
+from generator.engine.embedded import EmbeddedOpaEngine
+from generator.gatekeeper.documents import Document
+from generator.gatekeeper.match import request_matches
+from generator.gatekeeper.policy_set import PolicySet, load_policy_set
+from generator.gatekeeper.review import AdmissionRequest, request_from_document
+from generator.gatekeeper.runner import GatekeeperRunner
+from generator.paths import gatekeeper_bundle_dir
+from generator.profiles import get_profile
+
+PROFILES = ("v2.0", "v2.3")
+OVERRIDE_COUNTS = (1, 4, 16, 64)
+RUNTIMES = 1000
+TARGET_RATIO = 3.0
+
+
+def inventory_objects() -> list[dict[str, Any]]:
+    """500 ClusterTrainingRuntimes and 500 TrainingRuntimes over 10 namespaces; the TrainJob uses one of them."""
+    objects = [runtime(f"cluster-runtime-{i}") for i in range(RUNTIMES // 2)]
+    objects += [
+        runtime(f"runtime-{i}", kind="TrainingRuntime", namespace=f"team-{i % 10}") for i in range(RUNTIMES // 2)
+    ]
+    objects.append(bench_runtime())
+    return objects
+
+
+def bench_runtime() -> dict[str, Any]:
+    """The TrainJob's runtime: initializers, the trainer job and one worker job per override (distinct targets,
+    so that v2.0's duplicate-target check stays silent)."""
+    rt = runtime("torch-distributed")
+    jobs = rt["spec"]["template"]["spec"]["replicatedJobs"]
+    jobs += [
+        job(f"worker-{i}", containers=["node", "sidecar"], init_containers=["setup"])
+        for i in range(max(OVERRIDE_COUNTS))
+    ]
+    return rt
+
+
+def request(profile: str, count: int) -> AdmissionRequest:
+    p = get_profile(profile)
+    entries = [
+        override_entry(
+            p,
+            [f"worker-{i}"],
+            containers=[container("node"), container("sidecar", [{"name": f"V{i}", "value": "1"}])],
+            init_containers=[container("setup")],
+            manager=f"example.com/m{i}",
+        )
+        for i in range(count)
+    ]
+    job = trainjob(
+        p,
+        trainer={"numNodes": 4, "numProcPerNode": 8, "env": [{"name": "NCCL_DEBUG", "value": "INFO"}]},
+        initializer={"dataset": {"storageUri": "hf://d"}, "model": {"storageUri": "hf://m"}},
+        overrides=entries,
+    )
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"operation": "CREATE", "object": job},
+    }
+    return request_from_document(Document("benchmark", review))
+
+
+def _iterations(count: int) -> int:
+    return 200 if count <= 4 else 100 if count <= 16 else 40
+
+
+class StoredInventoryReview:
+    """Every matched template of a policy set evaluated as Gatekeeper does: data.inventory stored in the engine
+    once (Gatekeeper's sync fills OPA's store), only the admission review passed per request."""
+
+    def __init__(self, policy_set: PolicySet, objects: list[dict[str, Any]], sample: AdmissionRequest):
+        review = sample.as_input()
+        inventory = inventory_document(objects)
+        self.evaluations: list[tuple[EmbeddedOpaEngine, str, dict[str, Any]]] = []
+        for constraint in policy_set.constraints:
+            if not request_matches(constraint.match, review, None):
+                continue
+            template = next(t for t in policy_set.templates.values() if t.kind == constraint.kind)
+            engine = EmbeddedOpaEngine()
+            for module in template.modules:
+                engine.add_module(module.path, module.source)
+            engine.add_data(inventory, "inventory")
+            self.evaluations.append((engine, f"violations := data.{template.violation_path}", constraint.parameters))
+
+    def review(self, request: AdmissionRequest) -> list[Any]:
+        review = request.as_input()
+        found: list[Any] = []
+        for engine, query, parameters in self.evaluations:
+            result = engine.eval_query(query, {"review": review, "parameters": parameters})
+            found += result.bindings[0]["violations"] if result.bindings else []
+        return found
+
+    def close(self) -> None:
+        for engine, _, _ in self.evaluations:
+            engine.close()
+
+
+def _pair(policies: Any, trivial: Any, req: AdmissionRequest, iterations: int) -> dict[str, Any]:
+    pair = measure_interleaved(
+        {"policies": lambda: policies.review(req), "trivial": lambda: trivial.review(req)},
+        warmup=max(5, iterations // 10),
+        iterations=iterations,
+    )
+    stats = pair["policies"]
+    stats["trivial_same_input_median_ms"] = pair["trivial"]["median_ms"]
+    stats["ratio_to_trivial_same_input"] = stats["median_ms"] / pair["trivial"]["median_ms"]
+    return stats
+
+
+def _targets(by_count: dict[str, Any]) -> dict[str, Any]:
+    first, last = by_count[str(OVERRIDE_COUNTS[0])], by_count[str(OVERRIDE_COUNTS[-1])]
+    growth = last["median_ms"] / first["median_ms"]
+    return {
+        "median_growth_first_to_last": growth,
+        "ratio_at_most_3x_one_override": first["ratio_to_trivial_same_input"] <= TARGET_RATIO,
+        "ratio_at_most_3x_every_count": all(
+            s["ratio_to_trivial_same_input"] <= TARGET_RATIO for s in by_count.values()
+        ),
+        "growth_at_most_linear": growth <= OVERRIDE_COUNTS[-1] / OVERRIDE_COUNTS[0],
+    }
+
+
+def run() -> dict[str, Any]:
+    objects = inventory_objects()
+    results: dict[str, Any] = {}
+    for profile in PROFILES:
+        policy_set = load_policy_set([gatekeeper_bundle_dir(profile)])
+        sample = request(profile, 1)
+        stored = StoredInventoryReview(policy_set, objects, sample)
+        trivial_stored = StoredInventoryReview(load_policy_set([FIXTURE]), objects, sample)
+        runner = GatekeeperRunner(policy_set, objects=objects)
+        trivial_runner = GatekeeperRunner(load_policy_set([FIXTURE]), objects=objects)
+        with runner, trivial_runner:
+            gatekeeper_like: dict[str, Any] = {}
+            runner_figures: dict[str, Any] = {}
+            for count in OVERRIDE_COUNTS:
+                req = request(profile, count)
+                result = runner.review(req)
+                assert not result.errors and result.allowed and not result.violations, result.as_json()
+                assert stored.review(req) == [], profile
+                gatekeeper_like[str(count)] = _pair(stored, trivial_stored, req, _iterations(count))
+                runner_figures[str(count)] = _pair(runner, trivial_runner, req, RUNNER_ITERATIONS)
+        stored.close()
+        trivial_stored.close()
+        results[profile] = {
+            "matched_templates": len(stored.evaluations),
+            "stored_inventory": gatekeeper_like,
+            "targets": _targets(gatekeeper_like),
+            "runner_inventory_per_request": runner_figures,
+        }
+    return {
+        "runtimes_in_inventory": len(objects),
+        "override_counts": list(OVERRIDE_COUNTS),
+        "note": NOTE,
+        "profiles": results,
+        "max_rss_mib": max_rss_mib(),
+    }
+
+
+NOTE = (
+    "stored_inventory: each matched template in its own engine with data.inventory stored once, as in Gatekeeper; "
+    "the ratio compares the sum over matched templates with the trivial template on the same request. "
+    "runner_inventory_per_request: trainer-policy's runner, which hands data.inventory to the engine with every "
+    "review; converting 1,000 runtimes dominates both sides there, so its ratio says little about the policies."
+)
+RUNNER_ITERATIONS = 5
+
+
+def main() -> None:
+    payload = run()
+    path = write_result("trainjob_review", payload)
+    for profile, res in payload["profiles"].items():
+        for kind in ("stored_inventory", "runner_inventory_per_request"):
+            cells = ", ".join(
+                f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial)"
+                for n, s in res[kind].items()
+            )
+            print(f"{profile} {kind} ({payload['runtimes_in_inventory']} runtimes): {cells}")
+        print(
+            f"targets {profile}: "
+            + ", ".join(f"{k}={v if isinstance(v, bool) else round(v, 2)}" for k, v in res["targets"].items())
+        )
+    print(f"-> {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

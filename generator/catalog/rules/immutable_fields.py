@@ -1,0 +1,183 @@
+"""Spec E8 and the profile table (research C10): TrainJob fields the CRD's CEL transition rules freeze."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from generator.catalog.trainjob_fixtures import container, override_entry, runtime, trainjob
+from generator.profiles import Profile
+
+SUSPENDED = {"suspend": True}
+POD = "trainingRuntimeSpec.template.spec.replicatedJobs[{j}].template.spec.template.spec.{f}"
+
+
+def _update(p: Profile, name: str, description: str, old: dict, new: dict, expected: tuple = ()) -> Case:
+    return Case(
+        name,
+        description,
+        new,
+        operation="UPDATE",
+        old_object=old,
+        cluster=(runtime(), runtime("other")),
+        expected=expected,
+    )
+
+
+def _immutable(p: Profile, field: str) -> tuple[Expected, ...]:
+    detail = dict(p.immutable_fields).get(field)
+    return () if detail is None else (Expected(f"spec.{field}", "Invalid", detail),)
+
+
+def _patch(p: Profile, manager: str, job: str, **pod: Any) -> dict[str, Any]:
+    entry = override_entry(p, [job], manager=manager)
+    entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"] = {
+        "spec": {"template": {"spec": pod}}
+    }
+    return entry
+
+
+def _patch_cases(p: Profile) -> list[Case]:
+    def tj(*patches: dict[str, Any]) -> dict[str, Any]:
+        return trainjob(p, overrides=list(patches), extra=SUSPENDED)
+
+    base = _patch(p, "example.com/site", "node", serviceAccountName="a", containers=[container("node")])
+    return [
+        _update(
+            p,
+            "patch_pod_fields_changed",
+            "v2.2+: serviceAccountName and containers of the same manager's patch of the same job: each Invalid at "
+            "the new object's indexes.",
+            tj(_patch(p, "acme.io/other", "node"), base),
+            tj(
+                _patch(p, "acme.io/other", "node"),
+                _patch(p, "example.com/site", "node", serviceAccountName="b", containers=[container("node", [])]),
+            ),
+            (
+                Expected(
+                    "spec.runtimePatches[1]." + POD.format(j=0, f="serviceAccountName"), "Invalid", "field is immutable"
+                ),
+                Expected("spec.runtimePatches[1]." + POD.format(j=0, f="containers"), "Invalid", "field is immutable"),
+            ),
+        ),
+        _update(
+            p,
+            "patch_mutable_fields_changed",
+            "nodeSelector (and tolerations, affinity, schedulingGates, metadata) may change.",
+            tj({**base}),
+            tj(
+                _patch(
+                    p,
+                    "example.com/site",
+                    "node",
+                    serviceAccountName="a",
+                    containers=[container("node")],
+                    nodeSelector={"a": "b"},
+                )
+            ),
+        ),
+        _update(
+            p,
+            "patch_field_added",
+            "Adding a field is not a transition CEL can see.",
+            tj(_patch(p, "example.com/site", "node")),
+            tj(base),
+        ),
+        _update(
+            p,
+            "patch_of_another_manager",
+            "A patch under a new manager is not correlated with the old one.",
+            tj(base),
+            tj(_patch(p, "acme.io/new", "node", serviceAccountName="b")),
+        ),
+    ]
+
+
+def cases(p: Profile) -> list[Case]:
+    def tj(**kw: Any) -> dict[str, Any]:
+        return trainjob(p, extra={**SUSPENDED, **kw.pop("extra", {})}, **kw)
+
+    result = [
+        _update(p, "unchanged_allowed", "Nothing changed.", tj(trainer={"numNodes": 2}), tj(trainer={"numNodes": 2})),
+        _update(
+            p,
+            "runtime_ref_changed",
+            "runtimeRef is immutable in every profile (v2.0/v2.1 `runtimeRef is immutable`, v2.2+ `field is "
+            "immutable`).",
+            tj(),
+            tj(runtime="other"),
+            _immutable(p, "runtimeRef"),
+        ),
+        _update(
+            p,
+            "trainer_changed",
+            "v2.2+: spec.trainer is immutable as a whole (numNodes may change before v2.2).",
+            tj(trainer={"numNodes": 2}),
+            tj(trainer={"numNodes": 3}),
+            _immutable(p, "trainer"),
+        ),
+        _update(
+            p,
+            "initializer_changed",
+            "v2.2+: spec.initializer is immutable.",
+            tj(initializer={"dataset": {"storageUri": "hf://a"}}),
+            tj(initializer={"dataset": {"storageUri": "hf://b"}}),
+            _immutable(p, "initializer"),
+        ),
+        _update(
+            p,
+            "active_deadline_changed",
+            "v2.2+: spec.activeDeadlineSeconds is immutable (the field does not exist before).",
+            tj(extra={"activeDeadlineSeconds": 60}),
+            tj(extra={"activeDeadlineSeconds": 120}),
+            _immutable(p, "activeDeadlineSeconds"),
+        ),
+        _update(
+            p,
+            "initializer_added",
+            "Setting a field that was unset is not a change to a CEL transition rule.",
+            tj(),
+            tj(initializer={"dataset": {"storageUri": "hf://a"}}),
+        ),
+        Case("create_not_checked", "CREATE has no old object.", tj(runtime="other"), cluster=(runtime("other"),)),
+        Case(
+            "audit_not_checked",
+            "Audit has no old object: transition rules never fire.",
+            tj(runtime="other"),
+            operation=AUDIT,
+            cluster=(runtime("other"),),
+        ),
+    ]
+    if p.patch_fields_immutable:
+        result += _patch_cases(p)
+    return result
+
+
+RULE = Rule(
+    id="trainjob-immutable-fields",
+    kind="TrainerTrainJobImmutableFields",
+    title="TrainJob fields that never change after creation",
+    description=(
+        "The CRD's CEL transition rules (self == oldSelf) of each profile, on UPDATE only (never in audit, which has "
+        "no old object): spec.runtimeRef (v2.0/v2.1 `runtimeRef is immutable`); from v2.2 spec.runtimeRef, "
+        "spec.initializer, spec.trainer and spec.activeDeadlineSeconds (`field is immutable`), and in each "
+        "runtimePatches entry (correlated by manager) and each of its replicated jobs (correlated by name) the pod "
+        "spec's serviceAccountName, volumes, initContainers, containers, imagePullSecrets and securityContext. As in "
+        "Kubernetes, a rule fires only when the field is set in both objects: adding or removing it is not caught. "
+        "spec.managedBy, also immutable upstream, is rule trainjob-managed-by's. The patch rules do not depend on "
+        "spec.suspend (the shared spec says 'while suspended'; upstream's CEL has no such condition)."
+    ),
+    rationale=(
+        "The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the "
+        "running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI."
+    ),
+    spec_section="E8",
+    version="1.0.0",
+    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
+    operations=("UPDATE",),
+    parameters=(),
+    data=DataNeeds(),
+    template="immutable_fields.rego.j2",
+    libs=("violations", "review"),
+    cases=cases,
+)

@@ -1,0 +1,356 @@
+"""Spec E6-E7 (research C8, C9): MPI and Torch checks of a TrainJob against its runtime's mlPolicy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.catalog.model import AUDIT, Case, Expected, MatchKind, Rule
+from generator.catalog.rules.runtime_ref import RUNTIME_KINDS
+from generator.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
+from generator.profiles import Profile
+
+NPN = "spec.trainer.numProcPerNode"
+NODES = "spec.trainer.numNodes"
+NAME = "spec.runtimeRef.name"
+TUNE = ["tune", "run"]
+
+
+def _tune_runtime(name: str, resources: dict[str, Any] | None = None) -> dict[str, Any]:
+    return runtime(
+        name,
+        [
+            job("dataset-initializer", ancestor="dataset-initializer"),
+            job("model-initializer", ancestor="model-initializer"),
+            job("node", ancestor="trainer", resources=resources),
+        ],
+        ml_policy={"numNodes": 1, "torch": {}},
+    )
+
+
+def _without_ml_policy(rt: dict[str, Any]) -> dict[str, Any]:
+    del rt["spec"]["mlPolicy"]
+    return rt
+
+
+def _model_error(model: str) -> Expected:
+    return Expected(NAME, "Invalid", f"must have a supported pretrained model, invalid model configured: {model}")
+
+
+def _torch_cases(p: Profile) -> list[Case]:
+    torch = (runtime(),)
+    env = [{"name": "PET_NNODES", "value": "2"}, {"name": "FOO"}, {"name": "PET_MASTER_ADDR"}]
+    reserved = Expected(
+        "spec.trainer.env",
+        "Invalid",
+        "must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]",
+    )
+    string_npn = (
+        ()
+        if not p.num_proc_per_node_int_or_string
+        else (Expected(NPN, "Invalid", "must have an int value or [auto cpu gpu]"),)
+    )
+    return [
+        Case(
+            "torch_plain_allowed",
+            "A Torch TrainJob with ordinary settings.",
+            trainjob(p, trainer={"numNodes": 2, "numProcPerNode": 2, "env": [{"name": "FOO", "value": "1"}]}),
+            cluster=torch,
+        ),
+        Case(
+            "torch_reserved_envs",
+            "PET_* envs the Trainer sets: one Invalid listing them sorted, space-separated.",
+            trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+            cluster=torch,
+            expected=(reserved,),
+        ),
+        Case(
+            "torch_reserved_envs_without_num_proc_per_node",
+            "v2.0/v2.1 run the Torch checks only when numProcPerNode is set; v2.2+ whenever spec.trainer is set.",
+            trainjob(p, trainer={"env": env}),
+            cluster=torch,
+            expected=() if p.num_proc_per_node_int_or_string else (reserved,),
+        ),
+        Case(
+            "torch_num_proc_per_node_string",
+            "v2.0/v2.1: a string numProcPerNode other than auto, cpu, gpu; v2.2+ type it int32 (the CRD rejects "
+            "strings) and dropped the check.",
+            trainjob(p, trainer={"numProcPerNode": "8"}),
+            cluster=torch,
+            expected=string_npn,
+        ),
+        Case(
+            "torch_num_proc_per_node_auto",
+            "auto, cpu and gpu are allowed strings.",
+            trainjob(p, trainer={"numProcPerNode": "auto"}),
+            cluster=torch,
+        ),
+        Case(
+            "non_torch_runtime_not_checked",
+            "A runtime without mlPolicy.torch: no Torch check.",
+            trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+            cluster=(runtime(ml_policy={"numNodes": 1}),),
+        ),
+        Case(
+            "runtime_without_ml_policy",
+            "A runtime without mlPolicy: neither MPI nor Torch checks.",
+            trainjob(p, trainer={"numProcPerNode": "4", "env": env}),
+            cluster=(_without_ml_policy(runtime()),),
+        ),
+        Case(
+            "audit_reports_reserved_envs",
+            "Audit checks stored TrainJobs.",
+            trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+            operation=AUDIT,
+            cluster=torch,
+            expected=(reserved,),
+        ),
+        Case(
+            "update_reports_reserved_envs",
+            "UPDATE is checked too.",
+            trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+            operation="UPDATE",
+            old_object=trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+            cluster=torch,
+            expected=(reserved,),
+        ),
+        Case(
+            "delete_not_checked",
+            "DELETE is not checked.",
+            None,
+            operation="DELETE",
+            old_object=trainjob(p, trainer={"numProcPerNode": 2, "env": env}),
+        ),
+    ]
+
+
+def _mpi_cases(p: Profile) -> list[Case]:
+    mpi = (mpi_runtime(),)
+    only_node = (mpi_runtime(jobs=["node"]),)
+    layout = Expected(
+        NODES,
+        "Invalid",
+        "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either launcher and node",
+    )
+
+    def mpi_job(trainer: dict[str, Any]) -> dict[str, Any]:
+        return trainjob(p, runtime="mpi-distributed", trainer=trainer)
+
+    return [
+        Case(
+            "mpi_allowed",
+            "Launcher and node jobs, integer numProcPerNode.",
+            mpi_job({"numNodes": 3, "numProcPerNode": 4}),
+            cluster=mpi,
+        ),
+        Case(
+            "mpi_num_proc_per_node_string",
+            "v2.0/v2.1: an MPI TrainJob's numProcPerNode must be an int (a quoted number is a string); "
+            "removed in v2.2.",
+            mpi_job({"numProcPerNode": "4"}),
+            cluster=mpi,
+            expected=(Expected(NPN, "Invalid", "must have an int value for MPI TrainJob"),)
+            if p.num_proc_per_node_int_or_string
+            else (),
+        ),
+        Case(
+            "mpi_launcher_as_node_without_launcher",
+            "runLauncherAsNode, numNodes 2 and no launcher job.",
+            mpi_job({"numNodes": 2}),
+            cluster=only_node,
+            expected=(layout,),
+        ),
+        Case(
+            "mpi_launcher_as_node_one_node",
+            "numNodes 1 (or unset) needs no launcher job.",
+            mpi_job({"numProcPerNode": 1}),
+            cluster=only_node,
+        ),
+        Case(
+            "mpi_launcher_not_as_node",
+            "Without runLauncherAsNode the layout is not checked.",
+            mpi_job({"numNodes": 4}),
+            cluster=(mpi_runtime(jobs=["node"], launcher_as_node=False),),
+        ),
+    ]
+
+
+def _torchtune_cases(p: Profile) -> list[Case]:
+    small = (_tune_runtime("torchtune-llama3.2-1b"),)
+    npn: dict[str, Any] = {"numProcPerNode": "auto"} if p.num_proc_per_node_int_or_string else {}
+
+    def tune(runtime_name: str, **trainer: Any) -> dict[str, Any]:
+        return trainjob(p, runtime=runtime_name, trainer={"command": TUNE, **npn, **trainer})
+
+    qlora_args = ["model.quantize_base=True", "epochs=1"]
+    distributed = (
+        (
+            Expected(NPN, "Invalid", "must be auto or 1 for llama3_2/1B model when using QLoRA"),
+            Expected(
+                "spec.trainer.resourcesPerNode",
+                "Invalid",
+                "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA",
+            ),
+        )
+        if p.torchtune_qlora_checks
+        else ()
+    )
+    return [
+        Case(
+            "torchtune_supported_model",
+            "torchtune-llama3.2-1b -> llama3_2/1B, one node.",
+            tune("torchtune-llama3.2-1b"),
+            cluster=small,
+        ),
+        Case(
+            "torchtune_qwen_model",
+            "torchtune-qwen2.5-1.5b -> qwen2_5/1.5B is supported (the shared spec's list lacks it).",
+            tune("torchtune-qwen2.5-1.5b"),
+            cluster=(_tune_runtime("torchtune-qwen2.5-1.5b"),),
+        ),
+        Case(
+            "torchtune_unsupported_model",
+            "llama3_2/7B is not a supported model (upstream's list has 3B; the shared spec's 7B is wrong).",
+            tune("torchtune-llama3.2-7b"),
+            cluster=(_tune_runtime("torchtune-llama3.2-7b"),),
+            expected=(_model_error("llama3_2/7B"),),
+        ),
+        Case(
+            "torchtune_unparsable_name",
+            "A runtime name without exactly three parts gives the empty model.",
+            tune("torch-distributed"),
+            cluster=(runtime(),),
+            expected=(_model_error(""),),
+        ),
+        Case(
+            "torchtune_multi_node_small_model",
+            "numNodes > 1 only for llama3_3/70B.",
+            tune("torchtune-llama3.2-1b", numNodes=2),
+            cluster=small,
+            expected=(Expected(NODES, "Invalid", "must be 1 for llama3_2/1B model"),),
+        ),
+        Case(
+            "torchtune_multi_node_70b",
+            "llama3_3/70B may run on several nodes.",
+            tune("torchtune-llama3.3-70b", numNodes=4),
+            cluster=(_tune_runtime("torchtune-llama3.3-70b"),),
+        ),
+        Case(
+            "torchtune_only_for_tune_run",
+            "A command other than exactly [tune, run] is not torchtune.",
+            trainjob(p, runtime="torch-distributed", trainer={"command": ["tune", "run", "x"], **npn}),
+            cluster=(runtime(),),
+        ),
+        Case(
+            "torchtune_qlora_qwen",
+            "v2.1+: QLoRA (model.quantize_base, one node) is not supported for qwen2_5/1.5B.",
+            tune("torchtune-qwen2.5-1.5b", args=qlora_args),
+            cluster=(_tune_runtime("torchtune-qwen2.5-1.5b"),),
+            expected=(Expected(NAME, "Invalid", "QLoRA is not supported for qwen2_5/1.5B model"),)
+            if p.torchtune_qlora_checks
+            else (),
+        ),
+        Case(
+            "torchtune_qlora_distributed_small_llama",
+            "v2.1+: distributed QLoRA (not one process, not one GPU per node) on llama3_2/1B: two errors.",
+            tune("torchtune-llama3.2-1b", args=qlora_args, numProcPerNode=2),
+            cluster=small,
+            expected=distributed,
+        ),
+        Case(
+            "torchtune_qlora_single_gpu",
+            "One GPU per node (from the runtime's node container) picks the single-device QLoRA config.",
+            tune("torchtune-llama3.2-1b", args=qlora_args, numProcPerNode=2),
+            cluster=(_tune_runtime("torchtune-llama3.2-1b", {"limits": {"nvidia.com/gpu": 1}}),),
+        ),
+        Case(
+            "torchtune_qlora_resources_per_node",
+            "spec.trainer.resourcesPerNode replaces the runtime's resources: 2 GPUs is distributed.",
+            tune(
+                "torchtune-llama3.2-1b",
+                args=qlora_args,
+                numProcPerNode=2,
+                resourcesPerNode={"requests": {"nvidia.com/gpu": "2"}},
+            ),
+            cluster=(_tune_runtime("torchtune-llama3.2-1b", {"limits": {"nvidia.com/gpu": 1}}),),
+            expected=distributed,
+        ),
+        Case(
+            "torchtune_dora_is_not_qlora",
+            "model.use_dora turns QLoRA off.",
+            tune("torchtune-llama3.2-1b", args=[*qlora_args, "model.use_dora=True"], numProcPerNode=2),
+            cluster=small,
+        ),
+        Case(
+            "torchtune_lora_multi_node",
+            "v2.3: LoRA (model.lora_attn_modules) on several nodes.",
+            tune("torchtune-llama3.3-70b", numNodes=2, args=["model.lora_attn_modules=[q_proj]"]),
+            cluster=(_tune_runtime("torchtune-llama3.3-70b"),),
+            expected=(
+                Expected(NODES, "Invalid", "LoRA fine-tuning is not supported for multi-node training in TorchTune"),
+            )
+            if p.torchtune_lora_args_checks
+            else (),
+        ),
+        Case(
+            "torchtune_immutable_args",
+            "v2.3: args that set a config the runtime manages, one error per arg at its index.",
+            tune(
+                "torchtune-llama3.2-1b", args=["output_dir=/tmp/x", "epochs=1", "tokenizer.path=/t", "output_dir_x=1"]
+            ),
+            cluster=small,
+            expected=(
+                Expected(
+                    "spec.trainer.args[0]",
+                    "Invalid",
+                    'must not set immutable config "output_dir" in trainer args; it is managed by the runtime',
+                ),
+                Expected(
+                    "spec.trainer.args[2]",
+                    "Invalid",
+                    'must not set immutable config "tokenizer.path" in trainer args; it is managed by the runtime',
+                ),
+            )
+            if p.torchtune_lora_args_checks
+            else (),
+        ),
+    ]
+
+
+def cases(p: Profile) -> list[Case]:
+    return _torch_cases(p) + _mpi_cases(p) + _torchtune_cases(p)
+
+
+RULE = Rule(
+    id="trainjob-ml-policy",
+    kind="TrainerTrainJobMLPolicy",
+    title="TrainJob settings fit its runtime's MPI or Torch policy (reserved envs, torchtune models)",
+    description=(
+        "The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the "
+        "runtime read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, "
+        "not here). MPI: v2.0/v2.1 require an integer spec.trainer.numProcPerNode (`must have an int value for "
+        "MPI TrainJob`); with runLauncherAsNode and numNodes >= 2 the runtime needs jobs launcher and node. "
+        "Torch (v2.0/v2.1 only when numProcPerNode is set; v2.2+ whenever spec.trainer is set): v2.0/v2.1 "
+        "accept string numProcPerNode only as auto, cpu or gpu; spec.trainer.env must not set PET_NNODES, "
+        "PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT. torchtune (command exactly [tune, "
+        "run]): the model from the runtime name must be llama3_2/1B, llama3_2/3B, llama3_3/70B or qwen2_5/1.5B "
+        "(upstream's constants; the shared spec's llama3_2/7B does not exist), numNodes > 1 only for "
+        "llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B refused; distributed QLoRA on "
+        "llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. An unset "
+        "numNodes counts as 1 (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The "
+        "numProcPerNode type checks are gone from v2.2, whose CRD types the field int32."
+    ),
+    rationale=(
+        "torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer "
+        "from the runtime; a TrainJob that overrides or contradicts them is admitted by the API server but "
+        "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
+    ),
+    spec_section="E6-E7",
+    version="1.0.3",
+    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
+    operations=("CREATE", "UPDATE"),
+    parameters=(),
+    data=RUNTIME_KINDS,
+    template="ml_policy.rego.j2",
+    libs=("violations", "review", "runtime", "quantity"),
+    cases=cases,
+)

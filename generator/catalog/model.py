@@ -75,6 +75,9 @@ class Case:
     external_data: dict[str, Json] | None = None
     """A literal external_data response (e.g. a provider failure); None = computed from `cluster`."""
     expected: tuple[Expected, ...] = ()
+    also_in_bundle: tuple[tuple[str, Expected], ...] = ()
+    """(rule id, violation) that other rules of the same install report for this object: a review of the whole
+    bundle expects them too; the rule's own suite and Rego tests never see them."""
 
     @property
     def allowed(self) -> bool:

@@ -12,9 +12,10 @@ from generator.engine import EmbeddedOpaEngine
 from generator.errors import InputError
 
 BUDGET_KIND = "TrainerTrainJobResourceBudget"
-LIBS = ("review", "nanos", "podsets")
+LIBS = ("review", "runtime", "nanos", "podsets")
 COMPUTE = "x := data.lib.trainer.podsets.compute(input.trainjob, input.runtime)"
-LOOKUP = "x := data.lib.trainer.podsets.runtime(input.inventory, input.trainjob)"
+# The runtime lib reads data.inventory, as in Gatekeeper; here the inventory comes with the query.
+LOOKUP = "x := data.lib.trainer.runtime.lookup(input.trainjob) with data.inventory as input.inventory"
 
 
 class PodSetsEngine:

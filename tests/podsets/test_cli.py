@@ -57,7 +57,7 @@ def test_runtime_missing(tmp_path):
     line = one_error_line(*run(path, "--objects", str(RUNTIMES)))
     assert line == (
         f"trainer-policy podsets: {path}: spec.runtimeRef: "
-        'clustertrainingruntimes.trainer.kubeflow.org "nope" not found in --objects'
+        'ClusterTrainingRuntime.trainer.kubeflow.org "nope" not found in --objects'
     )
 
 

@@ -16,6 +16,8 @@ from generator.profiles import generated_profiles
 from generator.render import requests
 from tests.rules.helpers import review_cli, runner_review, variant_of
 
+RULES = {rule.id: rule for rule in load_catalog()}
+
 CASES = [
     pytest.param(profile.name, rule, case, id=f"{profile.name}-{rule.id}-{case.name}")
     for profile in generated_profiles()
@@ -39,12 +41,20 @@ class LiteralAnswer:
 
 
 def _expected(case: Case) -> list[str]:
-    return sorted(e.msg for e in case.expected)
+    return sorted([e.msg for e in case.expected] + [e.msg for _, e in case.also_in_bundle])
+
+
+def _by_constraint(rule: Rule, case: Case) -> list[tuple[str, str]]:
+    """(constraint, msg) of every violation the whole bundle reports: the rule's own and the other rules'."""
+    own = [(rule.id, e.msg) for e in case.expected]
+    return sorted(own + [(other, e.msg) for other, e in case.also_in_bundle])
 
 
 def _denied(rule: Rule, case: Case) -> bool:
     """Violations of a `warn` Constraint are reported but the request is allowed."""
-    return bool(case.expected) and rule.enforcement_action == "deny"
+    if case.expected and rule.enforcement_action == "deny":
+        return True
+    return any(RULES[other].enforcement_action == "deny" for other, _ in case.also_in_bundle)
 
 
 def _cli_expressible(case: Case) -> bool:
@@ -65,9 +75,10 @@ def test_case(tmp_path, profile: str, rule: Rule, case: Case):
         )
         assert result.exit_code == (1 if _denied(rule, case) else 0), (result.stderr, result.body)
         assert result.messages == _expected(case)
-        for violation in result.body["violations"]:
-            assert violation["constraint"] == rule.id
-            assert violation["enforcementAction"] == rule.enforcement_action
+        violations = result.body["violations"]
+        assert sorted((v["constraint"], v["msg"]) for v in violations) == _by_constraint(rule, case)
+        for violation in violations:
+            assert violation["enforcementAction"] == RULES[violation["constraint"]].enforcement_action
             assert violation["msg"] == "{field}: {type}: {detail}".format(**violation["details"])
         return
     providers = {}

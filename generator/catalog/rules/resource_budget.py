@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
+from generator.catalog.rules.runtime_ref import REF, not_found, not_synced
 from generator.profiles import Profile
+
+RUNTIME_REF = "trainjob-runtime-ref"
 
 API = "trainer.kubeflow.org/v1alpha1"
 NAMESPACE = "team-a"
@@ -137,6 +140,10 @@ def custom_runtime() -> dict[str, Any]:
     }
 
 
+def _labelled(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "labels": {"team": "a"}}}
+
+
 def _forbidden(resource: str, total: str, limit: Any, namespace: str = "") -> Expected:
     where = f" of namespace {namespace}" if namespace else ""
     return Expected("spec", "Forbidden", f"total {resource} requests {total} exceed the limit {limit}{where}")
@@ -158,6 +165,7 @@ def cases(p: Profile) -> list[Case]:
             "no_limits_configured",
             "The default Constraint sets no limit: nothing is checked, not even the runtime.",
             trainjob(nodes=64),
+            also_in_bundle=((RUNTIME_REF, not_synced("ClusterTrainingRuntime")),),
         ),
         Case(
             "audit_no_limits_configured",
@@ -270,9 +278,8 @@ def cases(p: Profile) -> list[Case]:
             trainjob(kind="TrainingRuntime", runtime="other"),
             cluster=(torch_runtime(kind="TrainingRuntime"),),
             parameters=gpu32,
-            expected=(
-                _cannot("spec.runtimeRef", "Invalid", 'trainingruntimes.trainer.kubeflow.org "other" not found'),
-            ),
+            expected=(_cannot("spec.runtimeRef", "Invalid", 'TrainingRuntime.trainer.kubeflow.org "other" not found'),),
+            also_in_bundle=((RUNTIME_REF, not_found("TrainingRuntime", "other")),),
         ),
         Case(
             "namespaced_runtime",
@@ -290,9 +297,10 @@ def cases(p: Profile) -> list[Case]:
             parameters=gpu32,
             expected=(
                 _cannot(
-                    "spec.runtimeRef", "Invalid", 'clustertrainingruntimes.trainer.kubeflow.org "missing" not found'
+                    "spec.runtimeRef", "Invalid", 'ClusterTrainingRuntime.trainer.kubeflow.org "missing" not found'
                 ),
             ),
+            also_in_bundle=((RUNTIME_REF, not_found("ClusterTrainingRuntime", "missing")),),
         ),
         Case(
             "runtime_kind_not_synced",
@@ -307,6 +315,7 @@ def cases(p: Profile) -> list[Case]:
                     "TrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read",
                 ),
             ),
+            also_in_bundle=((RUNTIME_REF, not_synced("TrainingRuntime")),),
         ),
         Case(
             "unsupported_runtime_kind",
@@ -315,6 +324,9 @@ def cases(p: Profile) -> list[Case]:
             cluster=runtimes,
             parameters=gpu32,
             expected=(_cannot("spec.runtimeRef", "Invalid", "unsupported runtime: JobSet.trainer.kubeflow.org"),),
+            also_in_bundle=(
+                (RUNTIME_REF, Expected(REF, "Invalid", "unsupported runtime: JobSet.trainer.kubeflow.org")),
+            ),
         ),
         Case(
             "runtime_quantity_invalid",
@@ -359,10 +371,10 @@ def cases(p: Profile) -> list[Case]:
         ),
         Case(
             "update_checked",
-            "UPDATE is checked like CREATE.",
-            trainjob(nodes=5),
+            "UPDATE is checked like CREATE (here a label added to a stored TrainJob over the budget).",
+            _labelled(trainjob(nodes=5)),
             operation="UPDATE",
-            old_object=trainjob(),
+            old_object=trainjob(nodes=5),
             cluster=runtimes,
             parameters=gpu32,
             expected=(_forbidden(GPU, "40", 32),),
@@ -407,7 +419,7 @@ RULE = Rule(
         "and minResources from them, so the budget uses exactly that model (docs/podsets.md)."
     ),
     spec_section="F",
-    version="1.0.0",
+    version="1.1.0",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(
@@ -437,6 +449,6 @@ RULE = Rule(
         )
     ),
     template="resource_budget.rego.j2",
-    libs=("violations", "review", "nanos", "podsets"),
+    libs=("violations", "review", "runtime", "nanos", "podsets"),
     cases=cases,
 )

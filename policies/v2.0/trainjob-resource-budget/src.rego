@@ -20,11 +20,8 @@ package trainertrainjobresourcebudget
 import data.lib.trainer.nanos
 import data.lib.trainer.podsets
 import data.lib.trainer.review
+import data.lib.trainer.runtime
 import data.lib.trainer.violations
-
-default inventory := {}
-
-inventory := data.inventory
 
 # Admission (CREATE, UPDATE) and Gatekeeper's audit (operation "").
 evaluated if review.get(input.review, ["operation"], "") in {"CREATE", "UPDATE", ""}
@@ -66,7 +63,7 @@ configured if count_limit("maxTrainerNodes")
 
 configured if count_limit("maxPods")
 
-lookup := podsets.runtime(inventory, trainjob)
+lookup := runtime.lookup(trainjob)
 
 computed := podsets.compute(trainjob, lookup.runtime) if lookup.found
 
@@ -98,7 +95,7 @@ invalid_quantity(path) := violations.make(podsets.resources_per_node_path, "Inva
 	startswith(path, podsets.resources_per_node_path)
 }
 
-invalid_quantity(path) := violations.make("spec.runtimeRef", "Invalid", sprintf("cannot compute the TrainJob's resources: %s of runtime %v is not a Kubernetes quantity", [path, podsets.ref(trainjob).name])) if {
+invalid_quantity(path) := violations.make("spec.runtimeRef", "Invalid", sprintf("cannot compute the TrainJob's resources: %s of runtime %v is not a Kubernetes quantity", [path, lookup.ref.name])) if {
 	not startswith(path, podsets.resources_per_node_path)
 }
 

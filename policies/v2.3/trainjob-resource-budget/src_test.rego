@@ -2765,7 +2765,7 @@ test_namespaced_runtime_not_found if {
 				},
 			},
 		}
-	result == {{"details": {"detail": "cannot compute the TrainJob's resources: trainingruntimes.trainer.kubeflow.org \"other\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: trainingruntimes.trainer.kubeflow.org \"other\" not found"}}
+	result == {{"details": {"detail": "cannot compute the TrainJob's resources: TrainingRuntime.trainer.kubeflow.org \"other\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: TrainingRuntime.trainer.kubeflow.org \"other\" not found"}}
 }
 
 # A TrainingRuntime is read from the TrainJob's namespace.
@@ -3165,7 +3165,7 @@ test_runtime_not_found if {
 				},
 			},
 		}
-	result == {{"details": {"detail": "cannot compute the TrainJob's resources: clustertrainingruntimes.trainer.kubeflow.org \"missing\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: clustertrainingruntimes.trainer.kubeflow.org \"missing\" not found"}}
+	result == {{"details": {"detail": "cannot compute the TrainJob's resources: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found"}}
 }
 
 # No TrainingRuntime is synced at all: said plainly instead of claiming the runtime is missing.
@@ -4160,7 +4160,7 @@ test_limit_not_a_quantity if {
 	result == {{"details": {"detail": "the limit lots for nvidia.com/gpu in the Constraint is not a Kubernetes quantity", "field": "spec", "type": "Internal"}, "msg": "spec: Internal: the limit lots for nvidia.com/gpu in the Constraint is not a Kubernetes quantity"}}
 }
 
-# UPDATE is checked like CREATE.
+# UPDATE is checked like CREATE (here a label added to a stored TrainJob over the budget).
 test_update_checked if {
 	result := violation
 		with input as {
@@ -4182,6 +4182,9 @@ test_update_checked if {
 					"apiVersion": "trainer.kubeflow.org/v1alpha1",
 					"kind": "TrainJob",
 					"metadata": {
+						"labels": {
+							"team": "a",
+						},
 						"name": "job",
 						"namespace": "team-a",
 					},
@@ -4214,7 +4217,7 @@ test_update_checked if {
 							"name": "torch-distributed",
 						},
 						"trainer": {
-							"numNodes": 4,
+							"numNodes": 5,
 							"resourcesPerNode": {
 								"limits": {
 									"nvidia.com/gpu": 8,

@@ -14,71 +14,7 @@ import data.lib.trainer.review
 
 ancestor_label := "trainer.kubeflow.org/trainjob-ancestor-step"
 
-api_group := "trainer.kubeflow.org"
-
-api_version := "trainer.kubeflow.org/v1alpha1"
-
 resources_per_node_path := "spec.trainer.resourcesPerNode"
-
-# METADATA
-# title: ref
-# description: >-
-#   The TrainJob's runtimeRef with upstream's defaults: kind ClusterTrainingRuntime, apiGroup
-#   trainer.kubeflow.org (absent or null).
-ref(trainjob) := {
-	"name": review.get(trainjob, ["spec", "runtimeRef", "name"], ""),
-	"kind": defaulted(review.get(trainjob, ["spec", "runtimeRef", "kind"], null), "ClusterTrainingRuntime"),
-	"apiGroup": defaulted(review.get(trainjob, ["spec", "runtimeRef", "apiGroup"], null), api_group),
-}
-
-defaulted(null, fallback) := fallback
-
-defaulted(value, _) := value if value != null
-
-# METADATA
-# title: runtime
-# description: >-
-#   The referenced runtime from data.inventory: {"found": true, "runtime": <object>} or
-#   {"found": false, "type": <field.Error type>, "detail": <why>}. A TrainingRuntime is looked up in the
-#   TrainJob's namespace, a ClusterTrainingRuntime cluster-wide; kinds that are not synced at all are said so.
-runtime(inventory, trainjob) := {"found": true, "runtime": found} if {
-	found := lookup(inventory, trainjob, ref(trainjob))
-} else := {"found": false, "type": missing[0], "detail": missing[1]} if {
-	missing := missing_reason(inventory, ref(trainjob))
-}
-
-lookup(inventory, trainjob, r) := found if {
-	r.apiGroup == api_group
-	r.kind == "TrainingRuntime"
-	namespace := review.get(trainjob, ["metadata", "namespace"], "")
-	found := review.get(inventory, ["namespace", namespace, api_version, "TrainingRuntime", r.name], null)
-	is_object(found)
-}
-
-lookup(inventory, _, r) := found if {
-	r.apiGroup == api_group
-	r.kind == "ClusterTrainingRuntime"
-	found := review.get(inventory, ["cluster", api_version, "ClusterTrainingRuntime", r.name], null)
-	is_object(found)
-}
-
-missing_reason(inventory, r) := ["Invalid", sprintf("unsupported runtime: %v.%v", [r.kind, r.apiGroup])] if {
-	not supported(r)
-} else := ["Internal", sprintf("%s objects are not synced into Gatekeeper's inventory, so the runtime cannot be read", [r.kind])] if {
-	not synced(inventory, r.kind)
-} else := ["Invalid", sprintf("%s.%s %q not found", [lower(concat("", [r.kind, "s"])), api_group, sprintf("%v", [r.name])])]
-
-supported(r) if {
-	r.apiGroup == api_group
-	r.kind in {"TrainingRuntime", "ClusterTrainingRuntime"}
-}
-
-synced(inventory, "ClusterTrainingRuntime") if is_object(review.get(inventory, ["cluster", api_version, "ClusterTrainingRuntime"], null))
-
-synced(inventory, "TrainingRuntime") if {
-	some tree in review.get(inventory, ["namespace"], {})
-	is_object(review.get(tree, [api_version, "TrainingRuntime"], null))
-}
 
 # METADATA
 # title: compute

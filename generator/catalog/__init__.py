@@ -1,31 +1,64 @@
-"""The rule catalog: every `Rule` defined in a module of generator/catalog/rules/, sorted by id.
+"""The rule catalog: one folder per rule under generator/catalog/rules/, sorted by id.
 
-Adding a rule = adding a module there (metadata, cases) and a jinja2 template under templates/;
-no renderer changes.
+A rule's folder is named after its id (`trainjob-name` -> `rules/trainjob_name/`) and holds everything
+about it: `__init__.py` defines `RULE` (metadata, parameters, data needs, its per-profile settings and its
+cases) and `template.rego.j2` is its Rego. Adding a rule = adding a folder; no other file changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import pkgutil
+import importlib.util
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
-from generator.catalog import rules as rules_package
-from generator.catalog.model import Rule
+from generator.catalog.model import Rule, folder_for
+from generator.profiles import PROFILES
 
-TEMPLATES_DIR = Path(__file__).parent / "templates"
-LIB_DIR = TEMPLATES_DIR / "lib"
+RULES_DIR = Path(__file__).parent / "rules"
+RULES_PACKAGE = "generator.catalog.rules"
+TEMPLATE_FILE = "template.rego.j2"
+LIB_DIR = Path(__file__).parent / "templates" / "lib"
+
+
+class CatalogError(ValueError):
+    """A rule folder that does not follow the catalog's layout."""
+
+
+def _import(folder: Path, package: str | None) -> ModuleType:
+    if package is not None:
+        return importlib.import_module(f"{package}.{folder.name}")
+    name = f"_trainer_policy_rule_{folder.name}"
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[])
+    if spec is None or spec.loader is None:
+        raise CatalogError(f"{folder}: cannot import __init__.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_rules(rules_dir: Path, package: str | None = None) -> tuple[Rule, ...]:
+    """Every rule folder under `rules_dir` (imported as `package.<folder>` when given, else by path)."""
+    rules: list[Rule] = []
+    for folder in sorted(p for p in rules_dir.iterdir() if (p / "__init__.py").is_file()):
+        rule = getattr(_import(folder, package), "RULE", None)
+        if not isinstance(rule, Rule):
+            raise CatalogError(f"{folder / '__init__.py'}: defines no `RULE = Rule(...)`")
+        if folder.name != folder_for(rule.id):
+            raise CatalogError(f"{folder}: rule {rule.id!r} belongs in a folder named {folder_for(rule.id)}")
+        if not (folder / TEMPLATE_FILE).is_file():
+            raise CatalogError(f"{folder}: no {TEMPLATE_FILE}")
+        missing = [name for name in PROFILES if rule.settings and name not in rule.settings]
+        if missing:
+            raise CatalogError(f"{folder / '__init__.py'}: RULE.settings has no entry for {', '.join(missing)}")
+        rules.append(dataclasses.replace(rule, folder=folder))
+    return tuple(sorted(rules, key=lambda r: r.id))
 
 
 @cache
 def load_catalog() -> tuple[Rule, ...]:
-    found: dict[str, Rule] = {}
-    for info in sorted(pkgutil.iter_modules(rules_package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{rules_package.__name__}.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, Rule):
-                if value.id in found and found[value.id] is not value:
-                    raise ValueError(f"rule id {value.id!r} is defined twice")
-                found[value.id] = value
-    return tuple(found[k] for k in sorted(found))
+    return load_rules(RULES_DIR, RULES_PACKAGE)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from generator.profiles import Profile
@@ -93,12 +94,25 @@ def case_uid(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trainer-policy/{name}"))
 
 
+KIND_WORDS = {"trainjob": "TrainJob", "ml": "ML"}
+"""Words of a rule id whose CamelCase is not just capitalised."""
+
+
+def kind_for(rule_id: str) -> str:
+    """The Constraint kind of a rule id: `Trainer` + the id in CamelCase (trainjob-ml-policy ->
+    TrainerTrainJobMLPolicy)."""
+    return "Trainer" + "".join(KIND_WORDS.get(word, word.capitalize()) for word in rule_id.split("-"))
+
+
+def folder_for(rule_id: str) -> str:
+    """The rule's folder (and Python package) under generator/catalog/rules/."""
+    return rule_id.replace("-", "_")
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
-    """kebab-case; the folder name and the default Constraint's name."""
-    kind: str
-    """The Constraint kind (CamelCase); the template name is its lower-case form."""
+    """kebab-case; the Constraint kind, template, package and folder names all derive from it."""
     title: str
     description: str
     rationale: str
@@ -109,8 +123,6 @@ class Rule:
     operations: tuple[str, ...]
     parameters: tuple[Parameter, ...]
     data: DataNeeds
-    template: str
-    """jinja2 template under generator/catalog/templates/."""
     libs: tuple[str, ...]
     """Lib modules (names under generator/catalog/templates/lib/, without .rego) the template imports."""
     cases: Callable[[Profile], list[Case]]
@@ -119,6 +131,17 @@ class Rule:
     """The id of the rule this one replaces in the bundle's external-data variant ("" for none)."""
     enforcement_action: str = "deny"
     """The default Constraint's enforcementAction: `deny`, or `warn` for rules that mirror upstream warnings."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Profile name -> what this rule does differently in that Trainer release (the template's `settings`);
+    empty when the rule needs no switch of its own. Every profile must have an entry when it is not empty."""
+
+    folder: Path | None = field(default=None, compare=False, repr=False)
+    """The rule's folder (metadata, cases, template.rego.j2); set when the catalog loads it."""
+
+    @property
+    def kind(self) -> str:
+        """The Constraint kind (CamelCase); the template name is its lower-case form."""
+        return kind_for(self.id)
 
     @property
     def template_name(self) -> str:

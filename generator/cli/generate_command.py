@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
@@ -42,19 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def rule_sources() -> dict[str, list[str]]:
-    """Rule id -> the catalog files it is generated from (its rule module and its Rego template; libs are
+    """Rule id -> the catalog folder it is generated from (its metadata, cases and Rego template; libs are
     named by their own generated files under policies/lib/)."""
-    from generator.catalog import rules as rules_package
-    from generator.catalog.model import Rule
+    from generator.catalog import load_catalog
 
-    sources: dict[str, list[str]] = {}
-    for info in pkgutil.iter_modules(rules_package.__path__):
-        module = importlib.import_module(f"{rules_package.__name__}.{info.name}")
-        module_file = Path(module.__file__ or "").resolve()
-        for value in vars(module).values():
-            if isinstance(value, Rule):
-                sources[value.id] = [_relative(module_file), f"generator/catalog/templates/{value.template}"]
-    return sources
+    return {rule.id: [_relative(rule.folder) + "/"] for rule in load_catalog() if rule.folder is not None}
 
 
 def _relative(path: Path) -> str:
@@ -76,7 +66,7 @@ def catalog_files_for(rel: str, sources: dict[str, list[str]]) -> list[str]:
         if rule_id in parts or parts[-1] == f"{rule_id}.md":
             return files
     if rel.endswith("template_versions.json"):
-        return ["the `version` of the changed rule in generator/catalog/rules/"]
+        return ["the `version` of the changed rule in generator/catalog/rules/<rule>/__init__.py"]
     return ["generator/catalog/ (every rule contributes to this file)"]
 
 

@@ -122,10 +122,12 @@ def index_page(rules: list[Rule]) -> str:
     adding = [
         "## Adding a rule",
         "",
-        "1. Add a module under `generator/catalog/rules/` defining a `Rule` (metadata, parameters, data needs,",
-        "   a `cases(profile)` table) and its jinja2 Rego template under `generator/catalog/templates/`.",
+        "1. Add one folder, `generator/catalog/rules/<id with _ for ->/`: its `__init__.py` defines",
+        "   `RULE = Rule(...)` (metadata, parameters, data needs, per-profile `settings`, a `cases(profile)`",
+        "   table) and `template.rego.j2` is its jinja2 Rego. The Constraint kind, template, package and",
+        "   folder names all derive from the id.",
         "2. Run `trainer-policy generate`: the module, its unit tests, the Gatekeeper bundles, the suites and",
-        "   this page are rendered; no renderer changes. `trainer-policy test --coverage` runs them.",
+        "   this page are rendered; no other file changes. `trainer-policy test --coverage` runs them.",
         "3. A change to an existing template's content needs a new `Rule.version` (generation refuses otherwise).",
     ]
     body = ["# Policies", "", *rows, "", *adding]

@@ -12,7 +12,7 @@ from generator.paths import EXTERNAL_DATA_VARIANT
 from generator.profiles import Profile
 from generator.render import requests
 from generator.render.header import header
-from generator.render.rego import lib, render_module
+from generator.render.rego import render_module, shipped_libs
 from generator.render.yaml_text import dump, dump_all
 
 TARGET = "admission.k8s.gatekeeper.sh"
@@ -40,6 +40,7 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
         annotations["metadata.gatekeeper.sh/requires-sync-data"] = json.dumps(
             [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory]
         )
+    module = render_module(rule, profile)
     return {
         "apiVersion": "templates.gatekeeper.sh/v1",
         "kind": "ConstraintTemplate",
@@ -63,8 +64,8 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
                             "engine": "Rego",
                             "source": {
                                 "version": "v1",
-                                "rego": render_module(rule, profile),
-                                "libs": [lib(name).source for name in rule.libs],
+                                "rego": module,
+                                "libs": [shipped.source for shipped in shipped_libs(rule, module)],
                             },
                         }
                     ],

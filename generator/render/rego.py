@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
 import yaml
 
-from generator.catalog import LIB_DIR, TEMPLATES_DIR
+from generator.catalog import LIB_DIR, TEMPLATE_FILE
 from generator.catalog.model import Rule
 from generator.profiles import Profile
 from generator.render.header import header
@@ -48,9 +50,10 @@ def yaml_scalar(value: str) -> str:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def _environment(rules_dir: Path) -> jinja2.Environment:
+    """Templates are named `<rule folder>/template.rego.j2`, so a variant rule can include its base's."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        loader=jinja2.FileSystemLoader(str(rules_dir)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -65,8 +68,12 @@ def _environment() -> jinja2.Environment:
 
 def render_module(rule: Rule, profile: Profile) -> str:
     """The rule's entry module for a profile: generated header, then the template's Rego."""
-    variables: dict[str, Any] = {"rule": rule, "profile": profile, **rule.template_vars}
-    body = _environment().get_template(rule.template).render(**variables)
+    settings = rule.settings.get(profile.name)
+    variables: dict[str, Any] = {"rule": rule, "profile": profile, "settings": settings, **rule.template_vars}
+    if rule.folder is None:
+        raise ValueError(f"rule {rule.id} was not loaded from a catalog folder")
+    template = _environment(rule.folder.parent).get_template(f"{rule.folder.name}/{TEMPLATE_FILE}")
+    body = template.render(**variables)
     return header(f"generator/catalog (rule {rule.id}, profile {profile.name})") + "\n" + _tidy(body)
 
 
@@ -90,3 +97,23 @@ def _tidy(text: str) -> str:
     while out and not out[-1]:
         out.pop()
     return "\n".join(out) + "\n"
+
+
+LIB_IMPORT = re.compile(r"^import data\.lib\.trainer\.(\w+)$", re.MULTILINE)
+
+
+def shipped_libs(rule: Rule, module: str) -> list[Lib]:
+    """The libs a template ships with `module`: those of `rule.libs` it imports, directly or through another
+    lib, in the rule's order (a profile whose Rego needs fewer libs ships fewer). A lib imported but not
+    declared in `rule.libs` is an error: the template would not compile in Gatekeeper."""
+    needed: set[str] = set()
+    pending = LIB_IMPORT.findall(module)
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            pending += LIB_IMPORT.findall(lib(name).source)
+    undeclared = sorted(needed - set(rule.libs))
+    if undeclared:
+        raise ValueError(f"rule {rule.id} imports lib {', '.join(undeclared)} without listing it in Rule.libs")
+    return [lib(name) for name in rule.libs if name in needed]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,10 +40,10 @@ class Tree:
     """Folders the generator owns entirely: anything else in them is stale."""
 
 
-def render_tree(profiles: list[Profile], docs_profile: Profile) -> Tree:
+def render_tree(profiles: list[Profile], docs_profile: Profile, rules: Sequence[Rule] | None = None) -> Tree:
     """Everything generated for `profiles` (policies/<profile>/, bundles/gatekeeper/<profile>/), the docs
-    (examples from `docs_profile`) and the template version lock."""
-    rules = list(load_catalog())
+    (examples from `docs_profile`) and the template version lock, for the catalog's rules (or `rules`)."""
+    rules = list(load_catalog() if rules is None else rules)
     tree = Tree(roots=[DOCS, *(policies_root(p) for p in profiles), *(bundle_root(p) for p in profiles)])
     for profile in profiles:
         tree.files.update(_policies(rules, profile))

@@ -99,9 +99,16 @@ def _block_scalars(text: str, key: str) -> list[str]:
 
 
 def _under(lines: list[str], index: int, key: str) -> bool:
+    """Whether the `- ` entry at `index` belongs to the sequence of `key:`: the nearest line above it that is
+    indented no deeper (block scalar lines in between are deeper, whatever they end with)."""
+    depth = len(lines[index]) - len(lines[index].lstrip())
     j = index - 1
-    while j >= 0 and not lines[j].rstrip().endswith(":"):
+    while j >= 0 and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > depth):
         j -= 1
+    while j >= 0 and lines[j].lstrip().startswith("- "):
+        j -= 1
+        while j >= 0 and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > depth):
+            j -= 1
     return j >= 0 and lines[j].strip() == f"{key}:"
 
 

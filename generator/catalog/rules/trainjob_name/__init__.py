@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
 from generator.catalog.trainjob_fixtures import runtime, trainjob
 from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class NameSettings:
+    check: Literal["webhook", "cel"]
+    """`webhook` (v2.0: DNS-1035 details, CREATE) or `cel` (v2.1+: the CRD's two CEL messages)."""
+
+
+SETTINGS = {
+    "v2.0": NameSettings(check="webhook"),
+    "v2.1": NameSettings(check="cel"),
+    "v2.2": NameSettings(check="cel"),
+    "v2.3": NameSettings(check="cel"),
+}
 
 DNS_1035 = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -14,7 +31,7 @@ DNS_1035 = (
 
 
 def cases(p: Profile) -> list[Case]:
-    if p.name_rule == "webhook":
+    if SETTINGS[p.name].check == "webhook":
         too_long = Expected("metadata.name", "Invalid", "must be no more than 63 characters")
         bad = Expected("metadata.name", "Invalid", DNS_1035)
     else:
@@ -59,7 +76,7 @@ def cases(p: Profile) -> list[Case]:
             operation="UPDATE",
             old_object=trainjob(p, name="1job", extra=suspended),
             cluster=_cluster(),
-            expected=() if p.name_rule == "webhook" else (bad,),
+            expected=() if SETTINGS[p.name].check == "webhook" else (bad,),
         ),
         Case(
             "audit_checked",
@@ -86,7 +103,6 @@ def _cluster() -> tuple:
 
 RULE = Rule(
     id="trainjob-name",
-    kind="TrainerTrainJobName",
     title="TrainJob metadata.name is a DNS-1035 label",
     description=(
         "The TrainJob's name (it names the JobSet, its Jobs and Services) must be a DNS-1035 label of at most 63 "
@@ -108,7 +124,7 @@ RULE = Rule(
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=DataNeeds(),
-    template="trainjob_name.rego.j2",
     libs=("violations", "review"),
     cases=cases,
+    settings=SETTINGS,
 )

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, Expected, MatchKind, Rule
-from generator.catalog.rules.runtime_ref import RUNTIME_KINDS
+from generator.catalog.rules.trainjob_runtime_ref import RUNTIME_KINDS
 from generator.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
 from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class MLPolicySettings:
+    num_proc_per_node_int_or_string: bool
+    """v2.0/v2.1: numProcPerNode is int-or-string (MPI int check, Torch string check; Torch runs only when set)."""
+    torchtune_qlora_checks: bool
+    """C9 QLoRA checks (v2.1+)."""
+    torchtune_lora_args_checks: bool
+    """C9 LoRA multi-node and immutable trainer args checks (v2.3)."""
+
+
+SETTINGS = {
+    "v2.0": MLPolicySettings(
+        num_proc_per_node_int_or_string=True, torchtune_qlora_checks=False, torchtune_lora_args_checks=False
+    ),
+    "v2.1": MLPolicySettings(
+        num_proc_per_node_int_or_string=True, torchtune_qlora_checks=True, torchtune_lora_args_checks=False
+    ),
+    "v2.2": MLPolicySettings(
+        num_proc_per_node_int_or_string=False, torchtune_qlora_checks=True, torchtune_lora_args_checks=False
+    ),
+    "v2.3": MLPolicySettings(
+        num_proc_per_node_int_or_string=False, torchtune_qlora_checks=True, torchtune_lora_args_checks=True
+    ),
+}
 
 NPN = "spec.trainer.numProcPerNode"
 NODES = "spec.trainer.numNodes"
@@ -46,7 +73,7 @@ def _torch_cases(p: Profile) -> list[Case]:
     )
     string_npn = (
         ()
-        if not p.num_proc_per_node_int_or_string
+        if not SETTINGS[p.name].num_proc_per_node_int_or_string
         else (Expected(NPN, "Invalid", "must have an int value or [auto cpu gpu]"),)
     )
     return [
@@ -68,7 +95,7 @@ def _torch_cases(p: Profile) -> list[Case]:
             "v2.0/v2.1 run the Torch checks only when numProcPerNode is set; v2.2+ whenever spec.trainer is set.",
             trainjob(p, trainer={"env": env}),
             cluster=torch,
-            expected=() if p.num_proc_per_node_int_or_string else (reserved,),
+            expected=() if SETTINGS[p.name].num_proc_per_node_int_or_string else (reserved,),
         ),
         Case(
             "torch_num_proc_per_node_string",
@@ -149,7 +176,7 @@ def _mpi_cases(p: Profile) -> list[Case]:
             mpi_job({"numProcPerNode": "4"}),
             cluster=mpi,
             expected=(Expected(NPN, "Invalid", "must have an int value for MPI TrainJob"),)
-            if p.num_proc_per_node_int_or_string
+            if SETTINGS[p.name].num_proc_per_node_int_or_string
             else (),
         ),
         Case(
@@ -176,7 +203,7 @@ def _mpi_cases(p: Profile) -> list[Case]:
 
 def _torchtune_cases(p: Profile) -> list[Case]:
     small = (_tune_runtime("torchtune-llama3.2-1b"),)
-    npn: dict[str, Any] = {"numProcPerNode": "auto"} if p.num_proc_per_node_int_or_string else {}
+    npn: dict[str, Any] = {"numProcPerNode": "auto"} if SETTINGS[p.name].num_proc_per_node_int_or_string else {}
 
     def tune(runtime_name: str, **trainer: Any) -> dict[str, Any]:
         return trainjob(p, runtime=runtime_name, trainer={"command": TUNE, **npn, **trainer})
@@ -191,7 +218,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
                 "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA",
             ),
         )
-        if p.torchtune_qlora_checks
+        if SETTINGS[p.name].torchtune_qlora_checks
         else ()
     )
     return [
@@ -246,7 +273,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
             tune("torchtune-qwen2.5-1.5b", args=qlora_args),
             cluster=(_tune_runtime("torchtune-qwen2.5-1.5b"),),
             expected=(Expected(NAME, "Invalid", "QLoRA is not supported for qwen2_5/1.5B model"),)
-            if p.torchtune_qlora_checks
+            if SETTINGS[p.name].torchtune_qlora_checks
             else (),
         ),
         Case(
@@ -288,7 +315,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
             expected=(
                 Expected(NODES, "Invalid", "LoRA fine-tuning is not supported for multi-node training in TorchTune"),
             )
-            if p.torchtune_lora_args_checks
+            if SETTINGS[p.name].torchtune_lora_args_checks
             else (),
         ),
         Case(
@@ -310,7 +337,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
                     'must not set immutable config "tokenizer.path" in trainer args; it is managed by the runtime',
                 ),
             )
-            if p.torchtune_lora_args_checks
+            if SETTINGS[p.name].torchtune_lora_args_checks
             else (),
         ),
     ]
@@ -322,7 +349,6 @@ def cases(p: Profile) -> list[Case]:
 
 RULE = Rule(
     id="trainjob-ml-policy",
-    kind="TrainerTrainJobMLPolicy",
     title="TrainJob settings fit its runtime's MPI or Torch policy (reserved envs, torchtune models)",
     description=(
         "The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the "
@@ -350,7 +376,7 @@ RULE = Rule(
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=RUNTIME_KINDS,
-    template="ml_policy.rego.j2",
     libs=("violations", "review", "runtime", "quantity"),
     cases=cases,
+    settings=SETTINGS,
 )

@@ -1,29 +1,39 @@
-"""Spec C: managedBy takes only allowed values and never changes (TrainJob and the v1 job kinds)."""
+"""Spec C: a TrainJob's spec.managedBy takes only allowed values and never changes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from generator.catalog.fixtures import V1_JOB_KINDS, trainjob, v1_job
+from generator.catalog.fixtures import trainjob
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
 from generator.catalog.trainjob_fixtures import with_runtime
 from generator.profiles import Profile
 
 TRAINJOB_ALLOWED = ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]
-V1_ALLOWED = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"]
 SITE = "example.com/site-controller"
+
+
+@dataclass(frozen=True)
+class ManagedBySettings:
+    immutable_detail: str
+    """The immutability detail: the webhook's text until v2.1, the CRD's CEL `field is immutable` from v2.2."""
+
+
+SETTINGS = {
+    "v2.0": ManagedBySettings(immutable_detail="ManagedBy value is immutable"),
+    "v2.1": ManagedBySettings(immutable_detail="ManagedBy value is immutable"),
+    "v2.2": ManagedBySettings(immutable_detail="field is immutable"),
+    "v2.3": ManagedBySettings(immutable_detail="field is immutable"),
+}
 
 
 def _invalid_value(allowed: list[str]) -> str:
     return f"ManagedBy must be {' or '.join(allowed)} if set"
 
 
-V1_IMMUTABLE = "ManagedBy value is immutable"
-"""The Training Operator's own detail: v1 jobs do not follow the Trainer's releases."""
-
-
-def _cases(
+def managed_by_cases(
     immutable_detail: str,
     field: str,
     allowed: list[str],
@@ -152,11 +162,7 @@ def _trainjob_for(p: Profile) -> Callable[..., dict[str, Any]]:
     return make
 
 
-def _v1_job(kind: str, value: Any = None, null: bool = False) -> dict[str, Any]:
-    return v1_job(kind, managed_by=value, explicit_null=null)
-
-
-def _parameter(default: list[str]) -> Parameter:
+def allowed_values_parameter(default: list[str]) -> Parameter:
     return Parameter(
         "allowedValues",
         {"type": "array", "items": {"type": "string"}},
@@ -165,9 +171,8 @@ def _parameter(default: list[str]) -> Parameter:
     )
 
 
-TRAINJOB_RULE = Rule(
+RULE = Rule(
     id="trainjob-managed-by",
-    kind="TrainerTrainJobManagedBy",
     title="TrainJob spec.managedBy takes an allowed value and never changes",
     description=(
         "spec.managedBy of a TrainJob, when set, must be one of the allowedValues (default: "
@@ -182,50 +187,18 @@ TRAINJOB_RULE = Rule(
     version="1.1.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
-    parameters=(_parameter(TRAINJOB_ALLOWED),),
+    parameters=(allowed_values_parameter(TRAINJOB_ALLOWED),),
     data=DataNeeds(),
-    template="managed_by.rego.j2",
     libs=("violations", "review"),
     cases=lambda p: with_runtime(
-        _cases(p.managed_by_immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",))
+        managed_by_cases(
+            SETTINGS[p.name].immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
+        )
     ),
     template_vars={
         "field": "spec.managedBy",
         "path": ["spec", "managedBy"],
         "default_allowed": TRAINJOB_ALLOWED,
-        "immutable_detail": None,
     },
-)
-
-V1_JOB_RULE = Rule(
-    id="v1-job-managed-by",
-    kind="TrainerV1JobManagedBy",
-    title="Training Operator v1 jobs: spec.runPolicy.managedBy takes an allowed value and never changes",
-    description=(
-        "spec.runPolicy.managedBy of PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob and JAXJob "
-        "(kubeflow.org/v1), when set, must be one of the allowedValues (default: kubeflow.org/training-operator, "
-        "kueue.x-k8s.io/multikueue), and it is immutable on UPDATE, including set -> unset and unset -> set. "
-        "The specification gives the disallowed-value detail only for TrainJob; for v1 jobs this rule uses the "
-        "analogous `ManagedBy must be <values joined by ' or '> if set`, built from the allowedValues "
-        "parameter. v1 jobs are not defaulted upstream, and the policy never defaults."
-    ),
-    rationale=(
-        "Same as for TrainJob: managedBy decides which controller reconciles the job (the Training Operator or "
-        "MultiKueue); it must name a known controller and must not change while the job exists."
-    ),
-    spec_section="C",
-    version="1.1.1",
-    match=(MatchKind(("kubeflow.org",), V1_JOB_KINDS),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(_parameter(V1_ALLOWED),),
-    data=DataNeeds(),
-    template="managed_by.rego.j2",
-    libs=("violations", "review"),
-    cases=lambda _p: _cases(V1_IMMUTABLE, "spec.runPolicy.managedBy", V1_ALLOWED, _v1_job, V1_JOB_KINDS),
-    template_vars={
-        "field": "spec.runPolicy.managedBy",
-        "path": ["spec", "runPolicy", "managedBy"],
-        "default_allowed": V1_ALLOWED,
-        "immutable_detail": V1_IMMUTABLE,
-    },
+    settings=SETTINGS,
 )

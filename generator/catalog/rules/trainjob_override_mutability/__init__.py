@@ -1,40 +1,57 @@
 """Spec A+B: TrainJob overrides (and the schedulingGates inside them) change only while allowed.
 
-Two rules with the same cases: one reads the JobSet from data.inventory (JobSets synced by
-Gatekeeper; its Rego never mentions external_data, so gator can run its suite), one asks the
-external data provider (with a lookup key unique to each admission request).
+This rule reads the JobSet from data.inventory (JobSets synced by Gatekeeper; its Rego never mentions
+external_data, so gator can run its suite). trainjob-override-mutability-external-data has the same cases
+and template and asks the external data provider instead.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from generator.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind, case_uid
+from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
 from generator.catalog.trainjob_fixtures import with_runtime
 from generator.profiles import Profile
 
-PROVIDER = "trainer-jobset-provider"
 KEY = "team-a/job"
 
 
-def _internal(error: str, provider: str = PROVIDER) -> str:
-    return f"failed to get the state of JobSet {KEY} from external data provider {provider}: {error}"
+@dataclass(frozen=True)
+class MutabilitySettings:
+    override_prefix: str
+    """The message prefix naming the override list (PodSpecOverrides, PodTemplateOverrides, RuntimePatches)."""
+    suspend_rule: Literal["new", "old_or_new"]
+    """`new`: only the new object's spec.suspend counts (v2.0-v2.2); `old_or_new`: either object suspended (v2.3)."""
+
+    @property
+    def suspend_detail(self) -> str:
+        suffix = " before or after the update" if self.suspend_rule == "old_or_new" else ""
+        return f"{self.override_prefix} can only be modified when the TrainJob is suspended{suffix}"
+
+    def active_detail(self, replicated_job: str) -> str:
+        return (
+            f"{self.override_prefix} cannot be modified when the JobSet's ReplicatedJob {replicated_job} "
+            "is still active"
+        )
 
 
-def lookup_key(case_name: str) -> str:
-    """The key the external-data rule sends for a case's request (see the template's lookup_key)."""
-    return f"{KEY}#{case_uid(case_name)}"
+SETTINGS = {
+    "v2.0": MutabilitySettings(override_prefix="PodSpecOverrides", suspend_rule="new"),
+    "v2.1": MutabilitySettings(override_prefix="PodTemplateOverrides", suspend_rule="new"),
+    "v2.2": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="new"),
+    "v2.3": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="old_or_new"),
+}
 
 
-def _shared_cases(p: Profile) -> list[Case]:
+def shared_cases(p: Profile) -> list[Case]:
     """Cases that hold whether the JobSet state comes from the inventory or from the provider."""
     field = p.override_path
-    forbidden_suspend = Expected(field, "Forbidden", p.suspend_detail)
+    forbidden_suspend = Expected(field, "Forbidden", SETTINGS[p.name].suspend_detail)
 
     def active(job: str) -> Expected:
-        return Expected(field, "Forbidden", p.active_detail(job))
-
-    def internal(error: str) -> Expected:
-        return Expected(field, "Internal", _internal(error))
+        return Expected(field, "Forbidden", SETTINGS[p.name].active_detail(job))
 
     running = jobset(statuses=[{"name": "node", "active": 2, "ready": 2}])
     two_active = jobset(
@@ -55,7 +72,7 @@ def _shared_cases(p: Profile) -> list[Case]:
     def update(name: str, description: str, old: dict, new: dict, **kw: object) -> Case:
         return Case(name, description, new, operation="UPDATE", old_object=old, **kw)  # type: ignore[arg-type]
 
-    unsuspend_expected = () if p.suspend_rule == "old_or_new" else (forbidden_suspend,)
+    unsuspend_expected = () if SETTINGS[p.name].suspend_rule == "old_or_new" else (forbidden_suspend,)
     return [
         Case(
             "create_is_never_checked",
@@ -200,144 +217,11 @@ def _shared_cases(p: Profile) -> list[Case]:
     ]
 
 
-def _external_data_cases(p: Profile) -> list[Case]:
-    """Provider answers and failures: only the external-data rule has them."""
-    field = p.override_path
-
-    def active(job: str) -> Expected:
-        return Expected(field, "Forbidden", p.active_detail(job))
-
-    def internal(error: str) -> Expected:
-        return Expected(field, "Internal", _internal(error))
-
-    running = jobset(statuses=[{"name": "node", "active": 2, "ready": 2}])
-    before = [override(gates=["a"])]
-    after = [override(gates=["b"])]
-
-    def update(name: str, description: str, old: dict, new: dict, **kw: object) -> Case:
-        return Case(name, description, new, operation="UPDATE", old_object=old, **kw)  # type: ignore[arg-type]
-
-    return [
-        update(
-            "parameters_omitted_use_defaults",
-            "A Constraint without parameters: external data, default provider.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            cluster=(running,),
-            parameters={},
-            expected=(active("node"),),
-        ),
-        update(
-            "provider_system_error_is_internal",
-            "The provider is down: fail closed with Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={"responses": None, "errors": None, "status_code": 500, "system_error": "connection refused"},
-            expected=(internal("connection refused"),),
-        ),
-        update(
-            "provider_key_error_is_internal",
-            "A per-key error (API failure): Internal naming the error.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [],
-                "errors": [[lookup_key("provider_key_error_is_internal"), "jobsets.jobset.x-k8s.io is forbidden"]],
-                "status_code": 200,
-                "system_error": "",
-            },
-            expected=(internal("jobsets.jobset.x-k8s.io is forbidden"),),
-        ),
-        update(
-            "provider_no_answer_is_internal",
-            "A key the provider did not answer: Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={"responses": [], "errors": [], "status_code": 200, "system_error": ""},
-            expected=(internal("the provider returned no answer for this key"),),
-        ),
-        update(
-            "provider_duplicate_answers_are_internal",
-            "Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [
-                    [
-                        lookup_key("provider_duplicate_answers_are_internal"),
-                        {"found": True, "activeReplicatedJobs": []},
-                    ],
-                    [
-                        lookup_key("provider_duplicate_answers_are_internal"),
-                        {"found": True, "activeReplicatedJobs": ["node"]},
-                    ],
-                ],
-                "errors": [],
-                "status_code": 200,
-                "system_error": "",
-            },
-            expected=(internal("the provider returned more than one answer for this key"),),
-        ),
-        update(
-            "provider_unexpected_value_is_internal",
-            "A value not in the provider's contract: Internal.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [[lookup_key("provider_unexpected_value_is_internal"), "yes"]],
-                "errors": [],
-                "status_code": 200,
-                "system_error": "",
-            },
-            expected=(internal("the provider returned an unexpected value"),),
-        ),
-        update(
-            "cached_answer_status_code_zero_active",
-            "A cached answer (status_code 0) is still an answer.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [
-                    [
-                        lookup_key("cached_answer_status_code_zero_active"),
-                        {"found": True, "activeReplicatedJobs": ["node"]},
-                    ]
-                ],
-                "errors": [],
-                "status_code": 0,
-                "system_error": "",
-            },
-            expected=(active("node"),),
-        ),
-        update(
-            "cached_answer_status_code_zero_not_found",
-            "A cached 'not found' (status_code 0): allowed.",
-            trainjob(p, overrides=before, suspend=True),
-            trainjob(p, overrides=after, suspend=True),
-            external_data={
-                "responses": [
-                    [
-                        lookup_key("cached_answer_status_code_zero_not_found"),
-                        {"found": False, "activeReplicatedJobs": []},
-                    ]
-                ],
-                "errors": [],
-                "status_code": 0,
-                "system_error": "",
-            },
-        ),
-    ]
-
-
 def inventory_cases(p: Profile) -> list[Case]:
-    return with_runtime(_shared_cases(p))
+    return with_runtime(shared_cases(p))
 
 
-def external_data_cases(p: Profile) -> list[Case]:
-    return with_runtime(_shared_cases(p) + _external_data_cases(p))
-
-
-_DESCRIPTION = (
+DESCRIPTION = (
     "On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, podTemplateOverrides in v2.1, "
     "runtimePatches from v2.2) changed semantically (absent, null and [] are equal; order matters; quantities "
     "compare by value): the TrainJob must be suspended (v2.0 to v2.2: the new object; v2.3: the old or the new "
@@ -345,62 +229,30 @@ _DESCRIPTION = (
     "active > 0. A JobSet that does not exist is inactive. schedulingGates are part of the overrides and follow "
     "the same rule. CREATE and audit are never checked."
 )
-_RATIONALE = (
+RATIONALE = (
     "The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave "
     "running Pods out of step with the TrainJob. Kueue relies on the suspended window to inject and remove "
     "its scheduling gates and node selectors in separate requests, which this rule allows."
 )
-_MATCH = (MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),)
+MATCH = (MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),)
 _JOBSET = SyncKind("jobset.x-k8s.io", "v1alpha2", "JobSet")
 
-INVENTORY_RULE = Rule(
+RULE = Rule(
     id="trainjob-override-mutability",
-    kind="TrainerTrainJobOverrideMutability",
     title="TrainJob overrides change only while suspended and the JobSet is inactive (synced JobSets)",
-    description=_DESCRIPTION
+    description=DESCRIPTION
     + " The JobSet state comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), "
     "always as fresh as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external "
     "data provider, so `gator verify` runs its suite.",
-    rationale=_RATIONALE,
+    rationale=RATIONALE,
     spec_section="A, B",
     version="2.0.2",
-    match=_MATCH,
+    match=MATCH,
     operations=("UPDATE",),
     parameters=(),
     data=DataNeeds(inventory=(_JOBSET,)),
-    template="override_mutability.rego.j2",
     libs=("violations", "review", "quantity", "semantic", "jobset"),
     cases=inventory_cases,
     template_vars={"source": "Inventory"},
-)
-
-EXTERNAL_DATA_RULE = Rule(
-    id="trainjob-override-mutability-external-data",
-    kind="TrainerTrainJobOverrideMutabilityExternalData",
-    title="TrainJob overrides change only while suspended and the JobSet is inactive (external data provider)",
-    description=_DESCRIPTION
-    + " The JobSet state comes from the external data provider (parameter providerName), looked up with a key "
-    "unique to each admission request (<namespace>/<name>#<uid>) so that Gatekeeper's response cache never "
-    "serves an older state. A failed lookup is an Internal violation (fail closed). gator cannot load this "
-    "template (it has no external_data builtin): `trainer-policy test` runs its suite against the provider's "
-    "own request handler.",
-    rationale=_RATIONALE,
-    spec_section="A, B",
-    version="1.0.1",
-    match=_MATCH,
-    operations=("UPDATE",),
-    parameters=(
-        Parameter(
-            "providerName",
-            {"type": "string"},
-            PROVIDER,
-            "Name of the external data Provider object serving JobSet state.",
-        ),
-    ),
-    data=DataNeeds(external_data_providers=(PROVIDER,)),
-    template="override_mutability.rego.j2",
-    libs=("violations", "review", "quantity", "semantic", "jobset_provider"),
-    cases=external_data_cases,
-    template_vars={"source": "ExternalData", "default_provider": PROVIDER},
-    alternative_to="trainjob-override-mutability",
+    settings=SETTINGS,
 )

@@ -3,9 +3,25 @@ initializers and overrides fit that runtime's template."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
 from generator.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
 from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class RuntimeRefSettings:
+    duplicate_target_check: bool
+    """E5 (v2.0 only): a targetJob named twice over all override entries is a Duplicate."""
+
+
+SETTINGS = {
+    "v2.0": RuntimeRefSettings(duplicate_target_check=True),
+    "v2.1": RuntimeRefSettings(duplicate_target_check=False),
+    "v2.2": RuntimeRefSettings(duplicate_target_check=False),
+    "v2.3": RuntimeRefSettings(duplicate_target_check=False),
+}
 
 RUNTIME_KINDS = DataNeeds(
     inventory=(
@@ -333,7 +349,7 @@ def cases(p: Profile) -> list[Case]:
             "v2.0: a targetJob named again (across or within entries) is a Duplicate; later profiles allow it.",
             duplicates,
             cluster=cluster,
-            expected=(Expected(field, "Duplicate", '"node"'),) if p.duplicate_target_check else (),
+            expected=(Expected(field, "Duplicate", '"node"'),) if SETTINGS[p.name].duplicate_target_check else (),
         ),
         Case(
             "update_checked",
@@ -367,7 +383,6 @@ def cases(p: Profile) -> list[Case]:
 
 RULE = Rule(
     id="trainjob-runtime-ref",
-    kind="TrainerTrainJobRuntimeRef",
     title="TrainJob spec.runtimeRef names an existing runtime that its initializers and overrides fit",
     description=(
         "The Trainer webhook's runtime checks, CREATE and UPDATE (and audit): spec.runtimeRef (kind defaulting to "
@@ -406,7 +421,7 @@ RULE = Rule(
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=RUNTIME_KINDS,
-    template="runtime_ref.rego.j2",
     libs=("violations", "review", "runtime"),
     cases=cases,
+    settings=SETTINGS,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
-from generator.catalog.rules.runtime_ref import REF, not_found, not_synced
+from generator.catalog.rules.trainjob_runtime_ref import REF, not_found, not_synced
 from generator.profiles import Profile
 
 RUNTIME_REF = "trainjob-runtime-ref"
@@ -402,7 +402,6 @@ def cases(p: Profile) -> list[Case]:
 
 RULE = Rule(
     id="trainjob-resource-budget",
-    kind="TrainerTrainJobResourceBudget",
     title="A TrainJob's total requests, trainer nodes and Pods stay within a budget",
     description=(
         "On CREATE, UPDATE and in audit, the TrainJob's PodSets are computed as the Trainer computes them from its "
@@ -448,7 +447,6 @@ RULE = Rule(
             SyncKind("trainer.kubeflow.org", "v1alpha1", "TrainingRuntime"),
         )
     ),
-    template="resource_budget.rego.j2",
     libs=("violations", "review", "runtime", "nanos", "podsets"),
     cases=cases,
 )

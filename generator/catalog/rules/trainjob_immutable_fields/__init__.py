@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
 from generator.catalog.trainjob_fixtures import container, override_entry, runtime, trainjob
 from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class ImmutableFieldsSettings:
+    immutable_fields: tuple[tuple[str, str], ...]
+    """C10: (spec field, CEL message) pairs immutable on UPDATE (managedBy is trainjob-managed-by's)."""
+    patch_fields_immutable: bool
+    """C10 (v2.2+): six fields of each runtime patch's pod spec are immutable (CEL transition rules)."""
+
+
+V20_IMMUTABLE = (("runtimeRef", "runtimeRef is immutable"),)
+"""v2.0 and v2.1: only runtimeRef (besides managedBy) is immutable, with its own CEL message."""
+V22_IMMUTABLE = tuple(
+    (name, "field is immutable") for name in ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds")
+)
+
+SETTINGS = {
+    "v2.0": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
+    "v2.1": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
+    "v2.2": ImmutableFieldsSettings(immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True),
+    "v2.3": ImmutableFieldsSettings(immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True),
+}
 
 SUSPENDED = {"suspend": True}
 POD = "trainingRuntimeSpec.template.spec.replicatedJobs[{j}].template.spec.template.spec.{f}"
@@ -25,7 +48,7 @@ def _update(p: Profile, name: str, description: str, old: dict, new: dict, expec
 
 
 def _immutable(p: Profile, field: str) -> tuple[Expected, ...]:
-    detail = dict(p.immutable_fields).get(field)
+    detail = dict(SETTINGS[p.name].immutable_fields).get(field)
     return () if detail is None else (Expected(f"spec.{field}", "Invalid", detail),)
 
 
@@ -148,14 +171,13 @@ def cases(p: Profile) -> list[Case]:
             cluster=(runtime("other"),),
         ),
     ]
-    if p.patch_fields_immutable:
+    if SETTINGS[p.name].patch_fields_immutable:
         result += _patch_cases(p)
     return result
 
 
 RULE = Rule(
     id="trainjob-immutable-fields",
-    kind="TrainerTrainJobImmutableFields",
     title="TrainJob fields that never change after creation",
     description=(
         "The CRD's CEL transition rules (self == oldSelf) of each profile, on UPDATE only (never in audit, which has "
@@ -177,7 +199,7 @@ RULE = Rule(
     operations=("UPDATE",),
     parameters=(),
     data=DataNeeds(),
-    template="immutable_fields.rego.j2",
     libs=("violations", "review"),
     cases=cases,
+    settings=SETTINGS,
 )

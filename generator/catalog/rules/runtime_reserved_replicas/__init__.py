@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from generator.catalog.fixtures import replicated_job, runtime
 from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
 from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class ReservedJobSettings:
+    launcher_is_reserved: bool
+    """A replicated job named `launcher` is reserved (v2.0 only)."""
+    requires_ancestor_container: bool
+    """An ancestor-labelled job must contain its container (v2.1+)."""
+    honours_validation_disabled: bool
+    """Runtimes labelled trainer.kubeflow.org/webhook-validation=disabled are skipped (v2.3+)."""
+
+
+SETTINGS = {
+    "v2.0": ReservedJobSettings(
+        launcher_is_reserved=True, requires_ancestor_container=False, honours_validation_disabled=False
+    ),
+    "v2.1": ReservedJobSettings(
+        launcher_is_reserved=False, requires_ancestor_container=True, honours_validation_disabled=False
+    ),
+    "v2.2": ReservedJobSettings(
+        launcher_is_reserved=False, requires_ancestor_container=True, honours_validation_disabled=False
+    ),
+    "v2.3": ReservedJobSettings(
+        launcher_is_reserved=False, requires_ancestor_container=True, honours_validation_disabled=True
+    ),
+}
 
 DISABLED = {"trainer.kubeflow.org/webhook-validation": "disabled"}
 
@@ -76,7 +104,7 @@ def cases(p: Profile) -> list[Case]:
             "launcher_name_is_reserved_in_v2_0",
             "v2.0: a job named launcher is reserved; later profiles check ancestor labels only.",
             launcher,
-            expected=(_replicas(0),) if p.launcher_is_reserved else (),
+            expected=(_replicas(0),) if SETTINGS[p.name].launcher_is_reserved else (),
         ),
         Case(
             "cluster_runtime_checked",
@@ -110,7 +138,7 @@ def cases(p: Profile) -> list[Case]:
             "validation_disabled_label",
             "v2.3 honours trainer.kubeflow.org/webhook-validation: disabled; earlier profiles ignore it.",
             disabled,
-            expected=() if p.honours_validation_disabled else (_replicas(0),),
+            expected=() if SETTINGS[p.name].honours_validation_disabled else (_replicas(0),),
         ),
         Case(
             "ancestor_requires_container",
@@ -118,7 +146,7 @@ def cases(p: Profile) -> list[Case]:
             "an initContainer does not count.",
             no_node,
             expected=(_container(0, "trainer"), _container(1, "dataset-initializer"))
-            if p.requires_ancestor_container
+            if SETTINGS[p.name].requires_ancestor_container
             else (),
         ),
     ]
@@ -126,7 +154,6 @@ def cases(p: Profile) -> list[Case]:
 
 RULE = Rule(
     id="runtime-reserved-replicas",
-    kind="TrainerRuntimeReservedReplicas",
     title="Reserved replicated jobs of training runtimes run exactly one replica",
     description=(
         "In TrainingRuntime and ClusterTrainingRuntime (CREATE and UPDATE), a replicated job labelled "
@@ -147,7 +174,7 @@ RULE = Rule(
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=DataNeeds(),
-    template="runtime_replicas.rego.j2",
     libs=("violations", "review"),
     cases=cases,
+    settings=SETTINGS,
 )

@@ -1,0 +1,89 @@
+"""Research C4 (profile table "deprecated ClusterTrainingRuntime"): a warning, as a `warn` Constraint, for
+ClusterTrainingRuntimes labelled trainer.kubeflow.org/support=deprecated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from generator.catalog.trainjob_fixtures import DEPRECATED, runtime
+from generator.profiles import Profile
+
+
+@dataclass(frozen=True)
+class DeprecationSettings:
+    warnings: bool
+    """C4 (v2.1+): the Trainer warns about ClusterTrainingRuntimes labelled trainer.kubeflow.org/support=deprecated."""
+
+
+SETTINGS = {
+    "v2.0": DeprecationSettings(warnings=False),
+    "v2.1": DeprecationSettings(warnings=True),
+    "v2.2": DeprecationSettings(warnings=True),
+    "v2.3": DeprecationSettings(warnings=True),
+}
+
+URL = "https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy"
+SUFFIX = (
+    f"is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: {URL}"
+)
+LABEL_FIELD = "metadata.labels[trainer.kubeflow.org/support]"
+CHOICES = (
+    "A warning is not a field.Error upstream; to keep every violation `<field>: <Type>: <detail>` this rule "
+    "reports it as Invalid at {field} with upstream's exact text as the detail. Profile v2.0 (no deprecation "
+    "policy) reports nothing."
+)
+
+
+def runtime_cases(p: Profile) -> list[Case]:
+    warn = (Expected(LABEL_FIELD, "Invalid", f'ClusterTrainingRuntime "old-runtime" {SUFFIX}'),)
+    on = SETTINGS[p.name].warnings
+    old = runtime("old-runtime", labels=DEPRECATED)
+    return [
+        Case(
+            "deprecated_runtime_created",
+            "CREATE of a deprecated ClusterTrainingRuntime: a warning.",
+            old,
+            expected=warn if on else (),
+        ),
+        Case("supported_runtime_created", "Without the label: nothing.", runtime("old-runtime")),
+        Case(
+            "label_value_is_exact",
+            "Only the exact value `deprecated` counts.",
+            runtime("old-runtime", labels={"trainer.kubeflow.org/support": "Deprecated"}),
+        ),
+        Case(
+            "update_not_warned",
+            "Upstream warns on CREATE only.",
+            old,
+            operation="UPDATE",
+            old_object=runtime("old-runtime"),
+        ),
+        Case("audit_warned", "Audit lists deprecated runtimes.", old, operation=AUDIT, expected=warn if on else ()),
+    ]
+
+
+RULE = Rule(
+    id="runtime-deprecated",
+    title="Warn about deprecated ClusterTrainingRuntimes",
+    description=(
+        "From v2.1 the Trainer warns when a ClusterTrainingRuntime labelled trainer.kubeflow.org/support: "
+        'deprecated is created: `ClusterTrainingRuntime "<name>" is deprecated and will be removed in a future '
+        f"release of Kubeflow Trainer. See runtime deprecation policy: {URL}`. This rule does the same on CREATE "
+        "and in audit (not on UPDATE, as upstream), with enforcementAction warn. " + CHOICES.format(field=LABEL_FIELD)
+    ),
+    rationale=(
+        "Deprecated runtimes will be removed by a later Trainer release; platform teams see which ones are still "
+        "installed (audit) without blocking anybody."
+    ),
+    spec_section="profile table (deprecated ClusterTrainingRuntime)",
+    version="1.0.0",
+    match=(MatchKind(("trainer.kubeflow.org",), ("ClusterTrainingRuntime",)),),
+    operations=("CREATE",),
+    parameters=(),
+    data=DataNeeds(),
+    libs=("violations", "review"),
+    cases=runtime_cases,
+    enforcement_action="warn",
+    settings=SETTINGS,
+)

@@ -1,0 +1,193 @@
+"""Spec A+B with the JobSet state from the external data provider: the same cases as
+trainjob-override-mutability plus the provider's answers and failures, and the same template (this rule's
+template includes that rule's; `source` picks the provider branch)."""
+
+from __future__ import annotations
+
+from generator.catalog.fixtures import jobset, override, trainjob
+from generator.catalog.model import Case, DataNeeds, Expected, Parameter, Rule, case_uid
+from generator.catalog.rules.trainjob_override_mutability import (
+    DESCRIPTION,
+    KEY,
+    MATCH,
+    RATIONALE,
+    SETTINGS,
+    shared_cases,
+)
+from generator.catalog.trainjob_fixtures import with_runtime
+from generator.profiles import Profile
+
+PROVIDER = "trainer-jobset-provider"
+
+
+def _internal(error: str, provider: str = PROVIDER) -> str:
+    return f"failed to get the state of JobSet {KEY} from external data provider {provider}: {error}"
+
+
+def lookup_key(case_name: str) -> str:
+    """The key the external-data rule sends for a case's request (see the template's lookup_key)."""
+    return f"{KEY}#{case_uid(case_name)}"
+
+
+def _external_data_cases(p: Profile) -> list[Case]:
+    """Provider answers and failures: only the external-data rule has them."""
+    field = p.override_path
+
+    def active(job: str) -> Expected:
+        return Expected(field, "Forbidden", SETTINGS[p.name].active_detail(job))
+
+    def internal(error: str) -> Expected:
+        return Expected(field, "Internal", _internal(error))
+
+    running = jobset(statuses=[{"name": "node", "active": 2, "ready": 2}])
+    before = [override(gates=["a"])]
+    after = [override(gates=["b"])]
+
+    def update(name: str, description: str, old: dict, new: dict, **kw: object) -> Case:
+        return Case(name, description, new, operation="UPDATE", old_object=old, **kw)  # type: ignore[arg-type]
+
+    return [
+        update(
+            "parameters_omitted_use_defaults",
+            "A Constraint without parameters: external data, default provider.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            cluster=(running,),
+            parameters={},
+            expected=(active("node"),),
+        ),
+        update(
+            "provider_system_error_is_internal",
+            "The provider is down: fail closed with Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={"responses": None, "errors": None, "status_code": 500, "system_error": "connection refused"},
+            expected=(internal("connection refused"),),
+        ),
+        update(
+            "provider_key_error_is_internal",
+            "A per-key error (API failure): Internal naming the error.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [],
+                "errors": [[lookup_key("provider_key_error_is_internal"), "jobsets.jobset.x-k8s.io is forbidden"]],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("jobsets.jobset.x-k8s.io is forbidden"),),
+        ),
+        update(
+            "provider_no_answer_is_internal",
+            "A key the provider did not answer: Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={"responses": [], "errors": [], "status_code": 200, "system_error": ""},
+            expected=(internal("the provider returned no answer for this key"),),
+        ),
+        update(
+            "provider_duplicate_answers_are_internal",
+            "Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("provider_duplicate_answers_are_internal"),
+                        {"found": True, "activeReplicatedJobs": []},
+                    ],
+                    [
+                        lookup_key("provider_duplicate_answers_are_internal"),
+                        {"found": True, "activeReplicatedJobs": ["node"]},
+                    ],
+                ],
+                "errors": [],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("the provider returned more than one answer for this key"),),
+        ),
+        update(
+            "provider_unexpected_value_is_internal",
+            "A value not in the provider's contract: Internal.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [[lookup_key("provider_unexpected_value_is_internal"), "yes"]],
+                "errors": [],
+                "status_code": 200,
+                "system_error": "",
+            },
+            expected=(internal("the provider returned an unexpected value"),),
+        ),
+        update(
+            "cached_answer_status_code_zero_active",
+            "A cached answer (status_code 0) is still an answer.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("cached_answer_status_code_zero_active"),
+                        {"found": True, "activeReplicatedJobs": ["node"]},
+                    ]
+                ],
+                "errors": [],
+                "status_code": 0,
+                "system_error": "",
+            },
+            expected=(active("node"),),
+        ),
+        update(
+            "cached_answer_status_code_zero_not_found",
+            "A cached 'not found' (status_code 0): allowed.",
+            trainjob(p, overrides=before, suspend=True),
+            trainjob(p, overrides=after, suspend=True),
+            external_data={
+                "responses": [
+                    [
+                        lookup_key("cached_answer_status_code_zero_not_found"),
+                        {"found": False, "activeReplicatedJobs": []},
+                    ]
+                ],
+                "errors": [],
+                "status_code": 0,
+                "system_error": "",
+            },
+        ),
+    ]
+
+
+def external_data_cases(p: Profile) -> list[Case]:
+    return with_runtime(shared_cases(p) + _external_data_cases(p))
+
+
+RULE = Rule(
+    id="trainjob-override-mutability-external-data",
+    title="TrainJob overrides change only while suspended and the JobSet is inactive (external data provider)",
+    description=DESCRIPTION
+    + " The JobSet state comes from the external data provider (parameter providerName), looked up with a key "
+    "unique to each admission request (<namespace>/<name>#<uid>) so that Gatekeeper's response cache never "
+    "serves an older state. A failed lookup is an Internal violation (fail closed). gator cannot load this "
+    "template (it has no external_data builtin): `trainer-policy test` runs its suite against the provider's "
+    "own request handler.",
+    rationale=RATIONALE,
+    spec_section="A, B",
+    version="1.0.1",
+    match=MATCH,
+    operations=("UPDATE",),
+    parameters=(
+        Parameter(
+            "providerName",
+            {"type": "string"},
+            PROVIDER,
+            "Name of the external data Provider object serving JobSet state.",
+        ),
+    ),
+    data=DataNeeds(external_data_providers=(PROVIDER,)),
+    libs=("violations", "review", "quantity", "semantic", "jobset_provider"),
+    cases=external_data_cases,
+    template_vars={"source": "ExternalData", "default_provider": PROVIDER},
+    alternative_to="trainjob-override-mutability",
+    settings=SETTINGS,
+)

@@ -17,7 +17,7 @@ from generator.render.tree import render_tree, write_tree
 
 RULE_ID = "trainjob-example-label"
 
-RULE_MODULE = '''
+RULE_MODULE = """
 from generator.catalog.model import Case, DataNeeds, Expected, MatchKind, Rule
 from generator.profiles import PROFILES
 
@@ -61,7 +61,7 @@ RULE = Rule(
     cases=cases,
     settings=SETTINGS,
 )
-'''
+"""
 
 TEMPLATE = """\
 # METADATA

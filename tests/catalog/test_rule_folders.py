@@ -3,6 +3,7 @@ suite, samples and docs, which then pass on the real engine; the loader refuses 
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -144,12 +145,12 @@ def test_a_folder_named_otherwise_is_refused(tmp_path: Path):
 def test_a_folder_without_its_template_is_refused(tmp_path: Path):
     folder = _write_rule(tmp_path / "rules")
     (folder / "template.rego.j2").unlink()
-    with pytest.raises(CatalogError, match="no template.rego.j2"):
+    with pytest.raises(CatalogError, match=re.escape("no template.rego.j2")):
         load_rules(tmp_path / "rules")
 
 
 def test_settings_missing_a_profile_are_refused(tmp_path: Path):
     module = RULE_MODULE.replace("for name in PROFILES}", 'for name in PROFILES if name != "v2.2"}')
     _write_rule(tmp_path / "rules", module=module)
-    with pytest.raises(CatalogError, match="no entry for v2.2"):
+    with pytest.raises(CatalogError, match=re.escape("no entry for v2.2")):
         load_rules(tmp_path / "rules")

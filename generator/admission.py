@@ -27,7 +27,8 @@ _USER_INFO_KEYS = ("username", "uid", "groups", "extra")
 _OPTIONAL_STRINGS = ("subResource", "requestSubResource", "name", "namespace")
 
 
-def _dig(body: Any, *keys: str) -> Any:
+def dig(body: Any, *keys: str) -> Any:
+    """`body[k1][k2]...`, or None where any step is missing or not a mapping."""
     for key in keys:
         if not isinstance(body, dict):
             return None
@@ -35,7 +36,7 @@ def _dig(body: Any, *keys: str) -> Any:
     return body
 
 
-def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
+def group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
     group, _, version = api_version.rpartition("/")
     kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
@@ -83,7 +84,7 @@ def gatekeeper_review(request: dict[str, Any]) -> dict[str, Any]:
 
 def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
     """Gatekeeper's review of a stored object (audit, and gator's bare objects)."""
-    group, version, kind = _group_version_kind(obj)
+    group, version, kind = group_version_kind(obj)
     review: dict[str, Any] = {
         "uid": "",
         "kind": {"group": group, "version": version, "kind": kind},
@@ -95,7 +96,7 @@ def audit_review(obj: dict[str, Any]) -> dict[str, Any]:
         "options": None,
     }
     for key in ("name", "namespace"):
-        value = _dig(obj, "metadata", key)
+        value = dig(obj, "metadata", key)
         if isinstance(value, str) and value:
             review[key] = value
     return review
@@ -124,7 +125,7 @@ def apiserver_request(
 ) -> dict[str, Any]:
     """The AdmissionRequest an API server sends to a validating webhook for this operation."""
     subject = obj if obj is not None else old
-    group, version, kind = _group_version_kind(subject or {})
+    group, version, kind = group_version_kind(subject or {})
     gvk = {"group": group, "version": version, "kind": kind}
     gvr = {"group": group, "version": version, "resource": guess_resource(kind)}
     request: dict[str, Any] = {
@@ -143,7 +144,7 @@ def apiserver_request(
         else None,
     }
     for key in ("name", "namespace"):
-        value = _dig(subject, "metadata", key)
+        value = dig(subject, "metadata", key)
         if isinstance(value, str) and value:
             request[key] = value
     return request
@@ -162,10 +163,10 @@ def inventory_document(objects: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """
     inventory: dict[str, Any] = {}
     for obj in objects:
-        api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), _dig(obj, "metadata", "name")
+        api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), dig(obj, "metadata", "name")
         if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
             continue
-        namespace = _dig(obj, "metadata", "namespace")
+        namespace = dig(obj, "metadata", "namespace")
         if namespace:
             tree = inventory.setdefault("namespace", {}).setdefault(namespace, {})
         else:

@@ -104,20 +104,23 @@ def replicated_job(
     return job
 
 
+def runtime_object(
+    name: str, kind: str, spec: dict[str, Any], *, namespace: str = NAMESPACE, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A TrainingRuntime (in `namespace`) or ClusterTrainingRuntime with `spec`."""
+    metadata: dict[str, Any] = {"name": name}
+    if kind == "TrainingRuntime":
+        metadata["namespace"] = namespace
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": TRAINJOB_API, "kind": kind, "metadata": metadata, "spec": spec}
+
+
 def runtime(
     jobs: list[dict[str, Any]], *, kind: str = "TrainingRuntime", labels: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "torch-distributed"}
-    if kind == "TrainingRuntime":
-        metadata["namespace"] = NAMESPACE
-    if labels:
-        metadata["labels"] = labels
-    return {
-        "apiVersion": TRAINJOB_API,
-        "kind": kind,
-        "metadata": metadata,
-        "spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": jobs}}},
-    }
+    spec = {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": jobs}}}
+    return runtime_object("torch-distributed", kind, spec, labels=labels)
 
 
 V1_JOB_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from generator.catalog.fixtures import ANCESTOR_LABEL, NAMESPACE, TRAINJOB_API
+from generator.catalog.fixtures import ANCESTOR_LABEL, NAMESPACE, TRAINJOB_API, runtime_object
 from generator.catalog.model import Case
 from generator.profiles import Profile
 
@@ -117,20 +117,11 @@ def runtime(
             job("model-initializer", ancestor="model-initializer"),
             job("node", ancestor="trainer", containers=["node", "sidecar"], init_containers=["setup"]),
         ]
-    metadata: dict[str, Any] = {"name": name}
-    if kind == "TrainingRuntime":
-        metadata["namespace"] = namespace
-    if labels:
-        metadata["labels"] = labels
-    return {
-        "apiVersion": TRAINJOB_API,
-        "kind": kind,
-        "metadata": metadata,
-        "spec": {
-            "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
-            "template": {"spec": {"replicatedJobs": jobs}},
-        },
+    spec = {
+        "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+        "template": {"spec": {"replicatedJobs": jobs}},
     }
+    return runtime_object(name, kind, spec, namespace=namespace, labels=labels)
 
 
 def mpi_runtime(name: str = "mpi-distributed", jobs: list[str] = ("launcher", "node"), launcher_as_node: Any = True):  # type: ignore[assignment]

@@ -58,10 +58,7 @@ def catalog_files_for(rel: str, sources: dict[str, list[str]]) -> list[str]:
     """The catalog files to edit so that the generated file `rel` changes."""
     parts = rel.split("/")
     if rel.startswith("policies/lib/trainer/"):
-        name = parts[-1].removesuffix(".rego")
-        if name.endswith("_test"):
-            return ["generator/catalog/lib_cases.py"]
-        return [f"generator/catalog/templates/lib/{name}.rego"]
+        return [f"generator/catalog/templates/lib/{parts[-1]}"]
     for rule_id, files in sources.items():
         if rule_id in parts or parts[-1] == f"{rule_id}.md":
             return files

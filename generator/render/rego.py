@@ -83,7 +83,15 @@ def lib(name: str) -> Lib:
 
 
 def all_libs() -> list[Lib]:
-    return [lib(p.stem) for p in sorted(LIB_DIR.glob("*.rego"))]
+    return [lib(p.stem) for p in sorted(LIB_DIR.glob("*.rego")) if not p.stem.endswith("_test")]
+
+
+def lib_tests() -> list[Lib]:
+    """The hand-written unit tests of the libs (`<lib>_test.rego` beside each lib), copied out as they are."""
+    return [
+        Lib(p.stem, header(f"generator/catalog/templates/lib/{p.name}") + "\n" + _tidy(p.read_text(encoding="utf-8")))
+        for p in sorted(LIB_DIR.glob("*_test.rego"))
+    ]
 
 
 def _tidy(text: str) -> str:

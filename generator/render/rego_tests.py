@@ -1,11 +1,10 @@
-"""`*_test.rego` beside each module, generated from the cases tables (the rules' and the libs')."""
+"""`src_test.rego` beside each rule module, generated from the rule's cases table."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from generator.catalog.lib_cases import LibCase
 from generator.catalog.model import Case, Rule
 from generator.profiles import Profile
 from generator.render import requests
@@ -60,14 +59,3 @@ def render_rule_tests(rule: Rule, profile: Profile) -> str:
     tests = "\n".join(_rule_test(rule, case) for case in rule.cases(profile))
     source = f"generator/catalog (cases of rule {rule.id}, profile {profile.name})"
     return f"{header(source)}\npackage {rule.package}\n\n{tests}"
-
-
-def render_lib_tests(lib: str, cases: list[LibCase]) -> str:
-    tests = "\n".join(
-        f"test_{case.name} if {{\n\t{case.expression} == {_rego(case.expected)}\n}}\n"
-        if case.expected is not True
-        else f"test_{case.name} if {{\n\t{case.expression}\n}}\n"
-        for case in cases
-    )
-    source = f"generator/catalog/lib_cases.py (lib {lib})"
-    return f"{header(source)}\npackage lib.trainer.{lib}\n\n{tests}"

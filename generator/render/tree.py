@@ -8,7 +8,6 @@ from pathlib import Path
 
 from generator.atomic import write_text
 from generator.catalog import load_catalog
-from generator.catalog.lib_cases import LIB_CASES
 from generator.catalog.model import Rule
 from generator.errors import InputError
 from generator.paths import PROJECT_ROOT
@@ -70,12 +69,8 @@ def is_generated(path: Path) -> bool:
 def _policies(rules: list[Rule], profile: Profile) -> dict[str, str]:
     root = policies_root(profile)
     files: dict[str, str] = {}
-    for lib in rego.all_libs():
+    for lib in [*rego.all_libs(), *rego.lib_tests()]:
         files[f"{root}/{lib.path}"] = lib.source
-        if lib.name in LIB_CASES:
-            files[f"{root}/lib/trainer/{lib.name}_test.rego"] = rego_tests.render_lib_tests(
-                lib.name, LIB_CASES[lib.name]
-            )
     for rule in rules:
         files[f"{root}/{rule.id}/src.rego"] = rego.render_module(rule, profile)
         files[f"{root}/{rule.id}/src_test.rego"] = rego_tests.render_rule_tests(rule, profile)

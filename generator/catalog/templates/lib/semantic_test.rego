@@ -1,0 +1,73 @@
+package lib.trainer.semantic
+
+test_absent_null_empty if {
+	same(null, [])
+}
+
+test_empty_object_and_null if {
+	same({"a": {}}, {"a": null})
+}
+
+test_nested_empty_list if {
+	same([{"a": 1, "b": []}], [{"a": 1}])
+}
+
+test_order_matters if {
+	not same([1, 2], [2, 1])
+}
+
+test_quantity_requests if {
+	same({"requests": {"cpu": "1"}}, {"requests": {"cpu": "1000m"}})
+}
+
+test_quantity_limits_memory if {
+	same({"limits": {"memory": "1Gi"}}, {"limits": {"memory": "1024Mi"}})
+}
+
+test_size_limit if {
+	same({"emptyDir": {"sizeLimit": "1Gi"}}, {"emptyDir": {"sizeLimit": "1024Mi"}})
+}
+
+test_quantity_only_under_resources if {
+	not same({"name": "1"}, {"name": "1000m"})
+}
+
+test_scalar_vs_null if {
+	not same("x", null)
+}
+
+test_different_values if {
+	not same({"a": 1}, {"a": 2})
+}
+
+test_same if {
+	same({"a": [1]}, {"a": [1]})
+}
+
+test_lists_one_entry_differs if {
+	not same([{"a": 1}, {"requests": {"cpu": "1"}}], [{"a": 1}, {"requests": {"cpu": "2"}}])
+}
+
+test_lists_entries_equal_by_value if {
+	same([{"a": 1}, {"requests": {"cpu": "1"}}], [{"a": 1}, {"requests": {"cpu": "1000m"}}])
+}
+
+test_lists_of_different_length if {
+	not same([1], [1, 2])
+}
+
+test_extra_empty_entry if {
+	not same([{}], [])
+}
+
+test_nested_extra_empty_entry if {
+	not same({"gates": [{}]}, {"gates": null})
+}
+
+test_nested_lists_same_length_empty_entries if {
+	same({"gates": [{}]}, {"gates": [null]})
+}
+
+test_quantity_number_and_string if {
+	same({"limits": {"cpu": 1}}, {"limits": {"cpu": "1000m"}})
+}

@@ -19,13 +19,13 @@ from typing import Any
 
 from benchmarks.common import max_rss_mib, measure, measure_interleaved, write_result
 from benchmarks.trivial_baseline import trivial_runner
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider
 from generator.gatekeeper.match import request_matches
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.paths import gatekeeper_bundle_dir
+from provider.documents import Document
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 

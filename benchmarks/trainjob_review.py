@@ -16,13 +16,13 @@ from benchmarks.trivial_baseline import FIXTURE
 from generator.admission import inventory_document
 from generator.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
 from generator.engine.embedded import EmbeddedOpaEngine
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.match import request_matches
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.paths import gatekeeper_bundle_dir
 from generator.profiles import get_profile
+from provider.documents import Document
 
 PROFILES = ("v2.0", "v2.3")
 OVERRIDE_COUNTS = (1, 4, 16, 64)

@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from provider.documents import dig, group_version_kind
+
 ADMISSION_REVIEW = "AdmissionReview"
 REVIEW_USER = "trainer-policy-review"
 """userInfo.username of the requests built here (an API server sends the real user)."""
@@ -25,22 +27,6 @@ _GVK_KEYS = ("group", "version", "kind")
 _GVR_KEYS = ("group", "version", "resource")
 _USER_INFO_KEYS = ("username", "uid", "groups", "extra")
 _OPTIONAL_STRINGS = ("subResource", "requestSubResource", "name", "namespace")
-
-
-def dig(body: Any, *keys: str) -> Any:
-    """`body[k1][k2]...`, or None where any step is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(body, dict):
-            return None
-        body = body.get(key)
-    return body
-
-
-def group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
-    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
-    group, _, version = api_version.rpartition("/")
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
-    return group, version, kind
 
 
 def _struct(value: Any, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
+# The provider stands alone (no generator import), so the class lives there; re-exported as ours.
+from provider.errors import InputError as InputError
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 """Only a real denial (review) or a real check failure (test, bundle verify, generate --check)."""
 EXIT_ERROR = 2
 """Any input error or internal error: the command could not decide."""
-
-
-class InputError(Exception):
-    """Bad user input: names the file and, where known, the field."""
-
-    def __init__(self, source: str, message: str, field: str | None = None):
-        self.source = source
-        self.field = field
-        self.message = message
-        where = f"{source}: {field}" if field else source
-        super().__init__(f"{where}: {message}")
 
 
 class EngineError(Exception):

@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
     from generator.admission import inventory_document
     from generator.errors import InputError
-    from generator.gatekeeper.documents import dig, read_documents, read_single
     from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
     from generator.podsets.rego import PodSetsEngine
+    from provider.documents import dig, read_documents, read_single
 
     document = read_single(args.trainjob)
     trainjob = document.body

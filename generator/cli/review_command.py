@@ -12,10 +12,10 @@ from generator.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
 from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
 if TYPE_CHECKING:
-    from generator.gatekeeper.documents import Document
     from generator.gatekeeper.external_data import ProviderClient
     from generator.gatekeeper.policy_set import PolicySet
     from generator.gatekeeper.runner import ReviewResult
+    from provider.documents import Document
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
@@ -121,7 +121,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
         return [folder]
     if depth > 8:
         raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
-    from generator.gatekeeper.documents import read_single
+    from provider.documents import read_single
 
     resources = read_single(kustomization).body.get("resources")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
@@ -134,7 +134,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
 
 
 def _read_review(path: str) -> Document:
-    from generator.gatekeeper.documents import parse_documents, read_single
+    from provider.documents import parse_documents, read_single
 
     if path != STDIN:
         return read_single(path)
@@ -186,10 +186,10 @@ def _check_provider_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.gatekeeper.documents import read_documents, read_single
     from generator.gatekeeper.policy_set import load_policy_set, with_parameters
     from generator.gatekeeper.review import audit_request, request_from_document
     from generator.gatekeeper.runner import GatekeeperRunner
+    from provider.documents import read_documents, read_single
 
     sources: list[str | Path] = (
         list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))

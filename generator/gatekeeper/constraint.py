@@ -7,8 +7,8 @@ from typing import Any
 
 from generator.errors import InputError
 from generator.gatekeeper import schema_check
-from generator.gatekeeper.documents import Document, dig
 from generator.gatekeeper.template import ConstraintTemplate
+from provider.documents import Document, dig
 
 CONSTRAINT_GROUP = "constraints.gatekeeper.sh"
 ENFORCEMENT_ACTIONS = ("deny", "warn", "dryrun")

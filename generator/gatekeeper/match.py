@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.gatekeeper.documents import dig, group_version_kind
+from provider.documents import dig, group_version_kind
 
 
 class MatchError(Exception):

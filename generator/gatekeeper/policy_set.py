@@ -10,8 +10,8 @@ from typing import Any
 from generator.engine.rego_ast import RegoParser
 from generator.errors import InputError
 from generator.gatekeeper.constraint import Constraint, is_constraint, parse_constraint, validate_parameters
-from generator.gatekeeper.documents import Document, dig, read_documents, read_single
 from generator.gatekeeper.template import ConstraintTemplate, is_template, parse_template
+from provider.documents import Document, dig, read_documents, read_single
 
 PROVIDER_API_VERSIONS = ("externaldata.gatekeeper.sh/v1beta1", "externaldata.gatekeeper.sh/v1alpha1")
 YAML_SUFFIXES = (".yaml", ".yml", ".json")

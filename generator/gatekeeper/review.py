@@ -21,7 +21,7 @@ from generator.admission import (
     gatekeeper_review,
 )
 from generator.errors import InputError
-from generator.gatekeeper.documents import Document, group_version_kind
+from provider.documents import Document, group_version_kind
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 ADMISSION_API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")

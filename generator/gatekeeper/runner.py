@@ -10,13 +10,13 @@ from generator.admission import inventory_document
 from generator.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
 from generator.errors import EngineError, TemplateError
 from generator.gatekeeper.constraint import Constraint
-from generator.gatekeeper.documents import dig
 from generator.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
 from generator.gatekeeper.inventory import namespace_object
 from generator.gatekeeper.match import MatchError, request_matches
 from generator.gatekeeper.policy_set import PolicySet
 from generator.gatekeeper.review import AdmissionRequest
 from generator.gatekeeper.template import ConstraintTemplate
+from provider.documents import dig
 
 
 @dataclass(frozen=True)

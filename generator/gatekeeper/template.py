@@ -7,7 +7,7 @@ from typing import Any
 
 from generator.engine.rego_ast import ModuleFacts, RegoParser
 from generator.errors import EngineError, InputError
-from generator.gatekeeper.documents import Document, dig
+from provider.documents import Document, dig
 
 TEMPLATE_API_VERSIONS = ("templates.gatekeeper.sh/v1", "templates.gatekeeper.sh/v1beta1")
 ADMISSION_TARGET = "admission.k8s.gatekeeper.sh"

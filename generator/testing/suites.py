@@ -19,12 +19,12 @@ from typing import Any
 from generator.engine.rego_ast import RegoParser
 from generator.errors import InputError, TemplateError
 from generator.gatekeeper.constraint import is_constraint, parse_constraint
-from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
 from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set
 from generator.gatekeeper.review import gator_request
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.testing.outcome import TestOutcome
+from provider.documents import read_documents, read_single
 from provider.handler import ProviderHandler
 from provider.sources import StaticJobSetSource
 

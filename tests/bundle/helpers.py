@@ -15,11 +15,11 @@ import yaml
 from generator.admission import inventory_document
 from generator.engine import EmbeddedOpaEngine
 from generator.engine.rego_ast import RegoParser
-from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.policy_set import PolicySet, load_policy_set
 from generator.gatekeeper.review import AdmissionRequest, request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.paths import BUNDLES_DIR, gatekeeper_bundle_dir
+from provider.documents import read_documents, read_single
 
 PROFILES = sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
 

@@ -3,7 +3,6 @@ htpasswd auth and TLS; binaries from scripts/ensure-docker-registry.sh."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 import requests
 
 from generator.paths import PROJECT_ROOT
+from tests.support import free_port
 
 
 @cache
@@ -27,12 +27,6 @@ def binaries() -> dict[str, str]:
     if proc.returncode != 0:
         raise RuntimeError(f"ensure-docker-registry.sh failed: {proc.stderr.strip()}")
     return dict(line.split("=", 1) for line in proc.stdout.split())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

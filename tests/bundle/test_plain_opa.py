@@ -14,11 +14,11 @@ from generator.bundle.archive import write_archive
 from generator.bundle.build import build_bundle
 from generator.catalog.trainjob_fixtures import default_runtime
 from generator.errors import InputError
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.gatekeeper.review import request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner
 from generator.paths import gatekeeper_bundle_dir
+from provider.documents import Document
 from tests.bundle.helpers import (
     PROFILES,
     OpaBundle,

@@ -153,9 +153,9 @@ def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cach
     """Gatekeeper caches each answer for 3 minutes per key; the external-data rule's key carries the request
     uid, so the second request reaches the provider and sees the JobSet that turned active."""
     from generator.catalog.trainjob_fixtures import default_runtime
-    from generator.gatekeeper.documents import Document
     from generator.gatekeeper.review import request_from_document
     from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+    from provider.documents import Document
     from tests.admission import admission_review
 
     def update(uid: str):

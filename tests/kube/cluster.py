@@ -28,7 +28,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.support import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENSURE_SCRIPT = REPO_ROOT / "scripts" / "ensure-kube-apiserver.sh"
@@ -112,12 +113,6 @@ class Binaries:
             return cls(Path(found["KUBE_APISERVER"]), Path(found["ETCD"]))
         except KeyError as exc:
             raise KubeClusterError(f"{ENSURE_SCRIPT.name} printed no {exc.args[0]}=: {proc.stdout!r}") from exc
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:

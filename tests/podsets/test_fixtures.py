@@ -16,9 +16,9 @@ import yaml
 
 from generator.admission import inventory_document
 from generator.cli.main import main
-from generator.gatekeeper.documents import read_documents
 from generator.podsets.model import compute, formatted
 from generator.profiles import PROFILES, generated_profiles
+from provider.documents import read_documents
 from tests.rules.helpers import review_cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtimes"

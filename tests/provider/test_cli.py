@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,16 +16,11 @@ import yaml
 from generator.cli.main import main
 from tests.gatekeeper.helpers import admission_review, trainjob
 from tests.provider.helpers import provider_request, session, wait_until
+from tests.support import free_port
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "jobset-active-template.yaml"
 OVERRIDES_OLD = [{"targetJobs": [{"name": "node"}]}]
 OVERRIDES_NEW = [{"targetJobs": [{"name": "node"}], "nodeSelector": {"zone": "a"}}]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_deployment_is_hardened_and_probed(tmp_path: Path) -> None:
     assert container["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["args"][:2] == ["provider", "serve"]
+    assert container["args"][:1] == ["serve"]
     assert pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
     assert MAX_BODY_BYTES == 1 << 20 and provider_yaml(tmp_path)["spec"]["timeout"] > DEFAULT_REQUEST_TIMEOUT
 

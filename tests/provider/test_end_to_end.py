@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from generator.catalog.trainjob_fixtures import runtime
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import HttpsProvider, ResponseCache
 from generator.gatekeeper.policy_set import load_policy_set
 from generator.gatekeeper.review import request_from_document
 from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
 from generator.paths import EXTERNAL_DATA_VARIANT
+from provider.documents import Document
 from provider.kube_auth import from_kubeconfig
 from provider.kube_source import KubeJobSetSource
 from provider.logs import JsonLogger

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from generator.gatekeeper import documents
-from generator.gatekeeper.documents import read_documents
+from provider import documents
+from provider.documents import read_documents
 from provider.sources import StaticJobSetSource
 
 

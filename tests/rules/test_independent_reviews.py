@@ -10,11 +10,11 @@ import copy
 import pytest
 import yaml
 
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
 from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from generator.paths import EXTERNAL_DATA_VARIANT
 from provider.certs import make_ca
+from provider.documents import Document
 from provider.handler import ProviderHandler
 from provider.sources import Lookup, StaticJobSetSource
 from tests.admission import admission_review

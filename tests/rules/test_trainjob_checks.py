@@ -11,10 +11,10 @@ import yaml
 
 from generator.admission import admission_review_document, apiserver_request, inventory_document
 from generator.catalog.trainjob_fixtures import runtime, trainjob
-from generator.gatekeeper.documents import Document
 from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from generator.gatekeeper.runner import CompiledTemplate
 from generator.profiles import generated_profiles, get_profile
+from provider.documents import Document
 from tests.rules.helpers import bundle, runner_review
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,10 +9,10 @@ import pytest
 
 from generator.errors import InputError, TemplateError
 from generator.gatekeeper.constraint import is_constraint, parse_constraint
-from generator.gatekeeper.documents import read_documents, read_single
 from generator.gatekeeper.policy_set import add_constraint, load_policy_set
 from generator.gatekeeper.review import gator_request
 from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
+from provider.documents import read_documents, read_single
 from tests.gatekeeper.conformance.recordings import RecordedCase, load_cases
 
 CASES = load_cases()

@@ -11,10 +11,7 @@ from typing import Any
 
 import yaml
 
-# Re-exported: the readers of documents use them as much as the builders of requests.
-from generator.admission import dig as dig
-from generator.admission import group_version_kind as group_version_kind
-from generator.errors import InputError
+from provider.errors import InputError
 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when PyYAML was built with it (several times faster), else the pure-Python one."""
@@ -27,6 +24,22 @@ class Document:
     source: str
     """`file` or `file#N` for the N-th document (from 1) of a multi-document file."""
     body: dict[str, Any]
+
+
+def dig(body: Any, *keys: str) -> Any:
+    """`body[k1][k2]...`, or None where any step is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(body, dict):
+            return None
+        body = body.get(key)
+    return body
+
+
+def group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
+    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
+    group, _, version = api_version.rpartition("/")
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
+    return group, version, kind
 
 
 def read_documents(path: str | Path) -> list[Document]:

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install build test lint bench clean
 
-$(STAMP): pyproject.toml requirements/opa-engine.txt
+$(STAMP): pyproject.toml setup.py requirements/opa-engine.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# The embedded OPA wheel declares Python >= 3.14 but works on 3.11: its own hash-pinned call.
@@ -21,7 +21,7 @@ install: $(STAMP)
 ## (>= 95% coverage), build the OPA bundles into dist/ (each checked to activate), lint the Python.
 build: install
 	$(BIN)/trainer-policy generate --check
-	$(BIN)/python -m generator.lint
+	$(BIN)/python -m kubeflow_trainer_policy.lint
 	$(BIN)/trainer-policy test --quiet --coverage --threshold 95
 	$(BIN)/trainer-policy bundle build --output-dir dist
 	$(BIN)/ruff check .

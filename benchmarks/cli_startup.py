@@ -27,7 +27,7 @@ RUNS_PER_ROUND = 3
 
 def _trainer_policy() -> list[str]:
     script = Path(sys.executable).parent / "trainer-policy"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "generator.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kubeflow_trainer_policy.cli.main"]
 
 
 COMMANDS: dict[str, tuple[list[str], int]] = {

@@ -19,15 +19,15 @@ from typing import Any
 
 from benchmarks.common import max_rss_mib, measure, measure_interleaved, write_result
 from benchmarks.trivial_baseline import trivial_runner
-from generator.gatekeeper.external_data import InProcessProvider
-from generator.gatekeeper.match import request_matches
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import gatekeeper_bundle_dir
-from provider.documents import Document
-from provider.handler import ProviderHandler
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy.gatekeeper.external_data import InProcessProvider
+from kubeflow_trainer_policy.gatekeeper.match import request_matches
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
+from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.handler import ProviderHandler
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 OVERRIDE_COUNTS = (1, 4, 16, 64, 256)
 PROFILE = "v2.0"

@@ -185,7 +185,7 @@ def wait_first_answer(server: Server, pki: Path, timeout: float = 600) -> float:
 
 
 def python_command(data: Path, port: int, pki: Path) -> list[str]:
-    return [sys.executable, "-m", "generator.cli.main", *serve_args(port, pki), "--objects", str(data)]
+    return [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *serve_args(port, pki), "--objects", str(data)]
 
 
 def serve_args(port: int, pki: Path) -> list[str]:
@@ -232,7 +232,14 @@ def start_servers(
             command = [sys.executable, "-m", "benchmarks.watch_cache_server", str(data), *serve_args(port, pki)[2:]]
         elif name.startswith("python-threaded"):
             old = old_tree(work, compare_ref or "main")
-            command = [sys.executable, "-m", "generator.cli.main", *serve_args(port, pki), "--objects", str(data)]
+            command = [
+                sys.executable,
+                "-m",
+                "kubeflow_trainer_policy.cli.main",
+                *serve_args(port, pki),
+                "--objects",
+                str(data),
+            ]
             servers.append(start_server(name, command, port, pki, {**os.environ, "PYTHONPATH": str(old)}))
             continue
         elif name == "go-provider":
@@ -336,7 +343,7 @@ def compare(servers: list[Server], mode: str, rounds: int, bins: Path, pki: Path
 # -------------------------------------------------------------------------------------- run
 def make_pki(directory: Path) -> Path:
     sys.path.insert(0, str(REPO))
-    from provider.certs import issue, make_ca
+    from kubeflow_trainer_policy_provider.certs import issue, make_ca
 
     ca, client_ca = make_ca("bench-ca"), make_ca("bench-client-ca")
     (directory / "ca.crt").write_bytes(ca.cert_pem)

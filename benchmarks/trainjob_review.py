@@ -13,16 +13,16 @@ from typing import Any
 
 from benchmarks.common import max_rss_mib, measure_interleaved, write_result
 from benchmarks.trivial_baseline import FIXTURE
-from generator.admission import inventory_document
-from generator.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
-from generator.engine.embedded import EmbeddedOpaEngine
-from generator.gatekeeper.match import request_matches
-from generator.gatekeeper.policy_set import PolicySet, load_policy_set
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import gatekeeper_bundle_dir
-from generator.profiles import get_profile
-from provider.documents import Document
+from kubeflow_trainer_policy.admission import inventory_document
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
+from kubeflow_trainer_policy.engine.embedded import EmbeddedOpaEngine
+from kubeflow_trainer_policy.gatekeeper.match import request_matches
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
+from kubeflow_trainer_policy.profiles import get_profile
+from kubeflow_trainer_policy_provider.documents import Document
 
 PROFILES = ("v2.0", "v2.3")
 OVERRIDE_COUNTS = (1, 4, 16, 64)

@@ -15,14 +15,14 @@ import sys
 import threading
 from pathlib import Path
 
-from provider.http_server import Limits
-from provider.kube_auth import KubeCredentials
-from provider.kube_source import KubeJobSetSource
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.server import ProviderServer, ServeConfig
-from provider.sources import Lookup
-from provider.tls import TLSFiles
+from kubeflow_trainer_policy_provider.http_server import Limits
+from kubeflow_trainer_policy_provider.kube_auth import KubeCredentials
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.server import ProviderServer, ServeConfig
+from kubeflow_trainer_policy_provider.sources import Lookup
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 
 class PrefilledSource(KubeJobSetSource):

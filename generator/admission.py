@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from provider.documents import dig, group_version_kind
+from kubeflow_trainer_policy_provider.documents import dig, group_version_kind
 
 ADMISSION_REVIEW = "AdmissionReview"
 REVIEW_USER = "trainer-policy-review"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # The provider stands alone (no generator import), so the class lives there; re-exported as ours.
-from provider.errors import InputError as InputError
+from kubeflow_trainer_policy_provider.errors import InputError as InputError
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -13,10 +13,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from provider.documents import read_documents
-from provider.errors import InputError
-from provider.handler import MAX_KEYS
-from provider.http_server import (
+from kubeflow_trainer_policy_provider.documents import read_documents
+from kubeflow_trainer_policy_provider.errors import InputError
+from kubeflow_trainer_policy_provider.handler import MAX_KEYS
+from kubeflow_trainer_policy_provider.http_server import (
     HANDSHAKE_TIMEOUT_SECONDS,
     IDLE_TIMEOUT_SECONDS,
     MAX_BODY_BYTES,
@@ -25,13 +25,13 @@ from provider.http_server import (
     InvalidSetting,
     Limits,
 )
-from provider.kube_auth import KubeAuthError, KubeCredentials, from_kubeconfig, in_cluster
-from provider.kube_source import KubeJobSetSource, WatchSettings
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
-from provider.sources import JobSetSource, StaticJobSetSource
-from provider.tls import TLSFiles
+from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCredentials, from_kubeconfig, in_cluster
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
+from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetSource
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 MAX_PORT = 65535
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from provider.errors import InputError
+from kubeflow_trainer_policy_provider.errors import InputError
 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when PyYAML was built with it (several times faster), else the pure-Python one."""

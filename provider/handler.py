@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from provider.keys import parse_key
-from provider.sources import NOT_FOUND, JobSetSource, Lookup
+from kubeflow_trainer_policy_provider.keys import parse_key
+from kubeflow_trainer_policy_provider.sources import NOT_FOUND, JobSetSource, Lookup
 
 API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
 MAX_KEYS = 1000

@@ -57,11 +57,11 @@ from dataclasses import dataclass, fields
 from http import HTTPStatus
 from typing import Any
 
-from provider.handler import Answer, ProviderHandler, provider_response
-from provider.http_request import MAX_HEADER_BYTES, HeadError, RequestHead, parse_head
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.tls import ReloadingTLS
+from kubeflow_trainer_policy_provider.handler import Answer, ProviderHandler, provider_response
+from kubeflow_trainer_policy_provider.http_request import MAX_HEADER_BYTES, HeadError, RequestHead, parse_head
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.tls import ReloadingTLS
 
 PROBE_PATHS = ("/healthz", "/readyz", "/metrics")
 MAX_BODY_BYTES = 1 << 20

@@ -25,12 +25,12 @@ from typing import Any
 
 import requests
 
-from provider.jobset_state import JOBSET_API_VERSION
-from provider.keys import canonical_key
-from provider.kube_auth import KubeCredentials
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.sources import NOT_FOUND, Lookup, values_of
+from kubeflow_trainer_policy_provider.jobset_state import JOBSET_API_VERSION
+from kubeflow_trainer_policy_provider.keys import canonical_key
+from kubeflow_trainer_policy_provider.kube_auth import KubeCredentials
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.sources import NOT_FOUND, Lookup, values_of
 
 
 @dataclass(frozen=True)

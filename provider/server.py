@@ -7,18 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from provider.handler import MAX_KEYS, ProviderHandler
-from provider.http_server import (
+from kubeflow_trainer_policy_provider.handler import MAX_KEYS, ProviderHandler
+from kubeflow_trainer_policy_provider.http_server import (
     InvalidSetting,
     Limits,
     ProviderHTTPServer,
     ServerThread,
     require_positive,
 )
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.sources import JobSetSource
-from provider.tls import ReloadingTLS, TLSFiles
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.sources import JobSetSource
+from kubeflow_trainer_policy_provider.tls import ReloadingTLS, TLSFiles
 
 DEFAULT_REQUEST_TIMEOUT = 1.2
 """Seconds. With a live GET (0.5 s timeout) started just before it, an answer leaves within 1.7 s: below the

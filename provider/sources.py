@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from provider.jobset_state import JOBSET_API_VERSION, active_replicated_jobs, jobset_state
-from provider.keys import canonical_key
+from kubeflow_trainer_policy_provider.jobset_state import JOBSET_API_VERSION, active_replicated_jobs, jobset_state
+from kubeflow_trainer_policy_provider.keys import canonical_key
 
 
 @dataclass(frozen=True, slots=True)

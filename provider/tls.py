@@ -13,8 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 
 
 @dataclass(frozen=True)

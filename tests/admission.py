@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
 
 TEST_UID = "3b7c1d9e-0000-4000-8000-000000000001"
 

@@ -7,8 +7,8 @@ import io
 import tarfile
 from pathlib import Path
 
-from generator.atomic import write_bytes
-from generator.errors import InputError
+from kubeflow_trainer_policy.atomic import write_bytes
+from kubeflow_trainer_policy.errors import InputError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.bundle.plain_opa import (
+from kubeflow_trainer_policy.bundle.plain_opa import (
     ENTRY_DATA,
     ENTRY_MODULE,
     ENTRY_PACKAGE,
@@ -17,9 +17,9 @@ from generator.bundle.plain_opa import (
     entry_module,
     select_policies,
 )
-from generator.engine.rego_ast import RegoParser
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.gatekeeper.template import ConstraintTemplate
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate
 
 MANIFEST = ".manifest"
 SIGNATURES = ".signatures.json"

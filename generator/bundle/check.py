@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.bundle.build import MANIFEST, SIGNATURES
-from generator.bundle.loader import DATA_FILES, bundle_data, load_bundle
-from generator.engine import EmbeddedOpaEngine
-from generator.engine.rego_ast import RegoParser
-from generator.errors import EngineError
+from kubeflow_trainer_policy.bundle.build import MANIFEST, SIGNATURES
+from kubeflow_trainer_policy.bundle.loader import DATA_FILES, bundle_data, load_bundle
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import EngineError
 
 
 def _one_line(exc: Exception) -> str:

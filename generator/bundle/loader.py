@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from generator.engine.base import PolicyEngine
+from kubeflow_trainer_policy.engine.base import PolicyEngine
 
 DATA_FILES = ("data.json", "data.yaml")
 

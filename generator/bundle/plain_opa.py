@@ -14,12 +14,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from generator.engine.rego_ast import RegoParser
-from generator.errors import InputError
-from generator.gatekeeper.constraint import Constraint
-from generator.gatekeeper.match import MatchError, selector_matches
-from generator.gatekeeper.policy_set import PolicySet
-from generator.gatekeeper.template import ConstraintTemplate
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+from kubeflow_trainer_policy.gatekeeper.match import MatchError, selector_matches
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
+from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate
 
 ENTRY_PACKAGE = "kubeflow.trainer"
 ENTRY_ROOT = "kubeflow/trainer"

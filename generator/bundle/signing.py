@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-from generator.bundle.build import SIGNATURES
+from kubeflow_trainer_policy.bundle.build import SIGNATURES
 
 STRUCTURED = ("data.json", "data.yaml", ".manifest", SIGNATURES)
 ALGORITHMS = {"RS256": 32, "RS384": 48, "RS512": 64, "ES256": 32, "ES384": 48, "ES512": 66}

@@ -15,11 +15,11 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from generator.catalog.model import Rule, folder_for
-from generator.profiles import PROFILES
+from kubeflow_trainer_policy.catalog.model import Rule, folder_for
+from kubeflow_trainer_policy.profiles import PROFILES
 
 RULES_DIR = Path(__file__).parent / "rules"
-RULES_PACKAGE = "generator.catalog.rules"
+RULES_PACKAGE = "kubeflow_trainer_policy.catalog.rules"
 TEMPLATE_FILE = "template.rego.j2"
 LIB_DIR = Path(__file__).parent / "templates" / "lib"
 

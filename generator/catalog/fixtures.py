@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.profiles import Profile
+from kubeflow_trainer_policy.profiles import Profile
 
 TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.profiles import Profile
+from kubeflow_trainer_policy.profiles import Profile
 
 Json = Any
 AUDIT = "AUDIT"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from generator.catalog.fixtures import ANCESTOR_LABEL, NAMESPACE, TRAINJOB_API, runtime_object
-from generator.catalog.model import Case
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.fixtures import ANCESTOR_LABEL, NAMESPACE, TRAINJOB_API, runtime_object
+from kubeflow_trainer_policy.catalog.model import Case
+from kubeflow_trainer_policy.profiles import Profile
 
 DEPRECATED = {"trainer.kubeflow.org/support": "deprecated"}
 

@@ -9,12 +9,12 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from generator.bundle.archive import read_archive, write_archive
-from generator.bundle.build import SIGNATURES, build_bundle
-from generator.bundle.check import bundle_problems
-from generator.bundle.oci import RegistryError, RegistryOptions, pull, push
-from generator.bundle.server import bundle_files, make_server, server_url
-from generator.bundle.signing import (
+from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
+from kubeflow_trainer_policy.bundle.build import SIGNATURES, build_bundle
+from kubeflow_trainer_policy.bundle.check import bundle_problems
+from kubeflow_trainer_policy.bundle.oci import RegistryError, RegistryOptions, pull, push
+from kubeflow_trainer_policy.bundle.server import bundle_files, make_server, server_url
+from kubeflow_trainer_policy.bundle.signing import (
     ALGORITHMS,
     BundleFileError,
     KeyFileError,
@@ -25,8 +25,8 @@ from generator.bundle.signing import (
     signed_token,
     verify_files,
 )
-from generator.errors import EXIT_FAILED, InputError
-from generator.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

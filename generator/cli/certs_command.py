@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.errors import InputError
+from kubeflow_trainer_policy.errors import InputError
 
 if TYPE_CHECKING:
-    from provider.certs import KeyPair
+    from kubeflow_trainer_policy_provider.certs import KeyPair
 
 PROVIDER_NAME = "trainer-jobset-provider"
 DEFAULT_NAMESPACE = "trainer-policy-system"
@@ -91,7 +91,7 @@ def _read(path: str, flag: str) -> bytes:
 
 
 def _load_ca(args: argparse.Namespace) -> KeyPair | None:
-    from provider.certs import KeyPair, check_ca
+    from kubeflow_trainer_policy_provider.certs import KeyPair, check_ca
 
     if bool(args.ca_cert) != bool(args.ca_key):
         raise InputError("--ca-cert", "--ca-cert and --ca-key go together")
@@ -106,7 +106,7 @@ def _load_ca(args: argparse.Namespace) -> KeyPair | None:
 
 
 def _check_names(args: argparse.Namespace) -> None:
-    from provider.certs import check_days
+    from kubeflow_trainer_policy_provider.certs import check_days
 
     try:
         check_days(args.days)
@@ -161,8 +161,8 @@ def _provider_yaml(args: argparse.Namespace, bundle: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.atomic import staged_folder, write_text
-    from provider.certs import ca_bundle, issue, make_ca, service_names
+    from kubeflow_trainer_policy.atomic import staged_folder, write_text
+    from kubeflow_trainer_policy_provider.certs import ca_bundle, issue, make_ca, service_names
 
     _check_names(args)
     given_ca = _load_ca(args)

@@ -7,14 +7,14 @@ import difflib
 import sys
 from pathlib import Path
 
-from generator.errors import EXIT_FAILED, InputError
-from generator.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
+from kubeflow_trainer_policy.paths import PROJECT_ROOT
 
 DIFF_LINES_PER_FILE = 60
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from generator.profiles import PROFILES
+    from kubeflow_trainer_policy.profiles import PROFILES
 
     parser = subparsers.add_parser(
         "generate",
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def rule_sources() -> dict[str, list[str]]:
     """Rule id -> the catalog folder it is generated from (its metadata, cases and Rego template; libs are
     named by their own generated files under policies/lib/)."""
-    from generator.catalog import load_catalog
+    from kubeflow_trainer_policy.catalog import load_catalog
 
     return {rule.id: [_relative(rule.folder) + "/"] for rule in load_catalog() if rule.folder is not None}
 
@@ -81,7 +81,7 @@ def _diff(rel: str, expected: str | None) -> list[str]:
 
 
 def _report_drift(changed: list[str], files: dict[str, str]) -> None:
-    from generator.render.tree import is_generated
+    from kubeflow_trainer_policy.render.tree import is_generated
 
     sources = rule_sources()
     for rel in changed:
@@ -101,10 +101,10 @@ def _report_drift(changed: list[str], files: dict[str, str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.catalog import load_catalog
-    from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
-    from generator.render.tree import drift, render_tree, write_tree
-    from generator.render.versions import LOCK, unbumped
+    from kubeflow_trainer_policy.catalog import load_catalog
+    from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
+    from kubeflow_trainer_policy.render.tree import drift, render_tree, write_tree
+    from kubeflow_trainer_policy.render.versions import LOCK, unbumped
 
     try:
         profiles = [get_profile(p) for p in args.profile] if args.profile else generated_profiles()

@@ -20,20 +20,29 @@ from collections.abc import Sequence
 from contextlib import suppress
 from types import ModuleType
 
-from generator.errors import EXIT_ERROR, EngineError, InputError
+from kubeflow_trainer_policy.errors import EXIT_ERROR, EngineError, InputError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "generate": (
-        "generator.cli.generate_command",
+        "kubeflow_trainer_policy.cli.generate_command",
         "render the Rego, Gatekeeper bundles and docs from the rule catalog",
     ),
-    "review": ("generator.cli.review_command", "evaluate one admission request the way Gatekeeper would"),
-    "test": ("generator.cli.test_command", "run the Rego unit tests and gator suites on the engine"),
-    "bundle": ("generator.cli.bundle_command", "build, sign, verify, serve and publish OPA bundles of the policies"),
-    "provider": ("generator.cli.provider_command", "run the external data provider (JobSet state for Gatekeeper)"),
-    "certs": ("generator.cli.certs_command", "make the provider's CA, serving certificate and the Provider caBundle"),
+    "review": ("kubeflow_trainer_policy.cli.review_command", "evaluate one admission request the way Gatekeeper would"),
+    "test": ("kubeflow_trainer_policy.cli.test_command", "run the Rego unit tests and gator suites on the engine"),
+    "bundle": (
+        "kubeflow_trainer_policy.cli.bundle_command",
+        "build, sign, verify, serve and publish OPA bundles of the policies",
+    ),
+    "provider": (
+        "kubeflow_trainer_policy.cli.provider_command",
+        "run the external data provider (JobSet state for Gatekeeper)",
+    ),
+    "certs": (
+        "kubeflow_trainer_policy.cli.certs_command",
+        "make the provider's CA, serving certificate and the Provider caBundle",
+    ),
     "podsets": (
-        "generator.cli.podsets_command",
+        "kubeflow_trainer_policy.cli.podsets_command",
         "print the PodSets and total requests of a TrainJob, computed the Trainer's way",
     ),
 }

@@ -45,11 +45,11 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from generator.admission import inventory_document
-    from generator.errors import InputError
-    from generator.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
-    from generator.podsets.rego import PodSetsEngine
-    from provider.documents import dig, read_documents, read_single
+    from kubeflow_trainer_policy.admission import inventory_document
+    from kubeflow_trainer_policy.errors import InputError
+    from kubeflow_trainer_policy.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
+    from kubeflow_trainer_policy.podsets.rego import PodSetsEngine
+    from kubeflow_trainer_policy_provider.documents import dig, read_documents, read_single
 
     document = read_single(args.trainjob)
     trainjob = document.body
@@ -94,7 +94,7 @@ def _missing(lookup: dict[str, Any], trainjob: dict[str, Any]) -> str:
 
 
 def _report(trainjob: dict[str, Any], runtime: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    from generator.podsets.model import formatted
+    from kubeflow_trainer_policy.podsets.model import formatted
 
     metadata = trainjob.get("metadata") or {}
     return {

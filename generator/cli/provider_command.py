@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from provider.cli import SERVE_DESCRIPTION, SERVE_HELP, add_serve_arguments, run
+from kubeflow_trainer_policy_provider.cli import SERVE_DESCRIPTION, SERVE_HELP, add_serve_arguments, run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

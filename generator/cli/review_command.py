@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
-from generator.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
 if TYPE_CHECKING:
-    from generator.gatekeeper.external_data import ProviderClient
-    from generator.gatekeeper.policy_set import PolicySet
-    from generator.gatekeeper.runner import ReviewResult
-    from provider.documents import Document
+    from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient
+    from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
+    from kubeflow_trainer_policy.gatekeeper.runner import ReviewResult
+    from kubeflow_trainer_policy_provider.documents import Document
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
@@ -121,7 +121,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
         return [folder]
     if depth > 8:
         raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
-    from provider.documents import read_single
+    from kubeflow_trainer_policy_provider.documents import read_single
 
     resources = read_single(kustomization).body.get("resources")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
@@ -134,7 +134,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
 
 
 def _read_review(path: str) -> Document:
-    from provider.documents import parse_documents, read_single
+    from kubeflow_trainer_policy_provider.documents import parse_documents, read_single
 
     if path != STDIN:
         return read_single(path)
@@ -152,15 +152,15 @@ def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dic
     """The provider that answers every external_data call: a running one (flags already checked by
     _check_provider_flags), or the provider's own handler over --objects. Its deadline is the Provider
     object's spec.timeout when the constraints carry one."""
-    from generator.gatekeeper.external_data import HttpsProvider, InProcessProvider
+    from kubeflow_trainer_policy.gatekeeper.external_data import HttpsProvider, InProcessProvider
 
     if args.provider_url:
         cert = (args.client_cert, args.client_key) if args.client_cert else None
         timeouts = [p.timeout_seconds for p in policy_set.providers.values()]
         timeout = min(timeouts) if timeouts else DEFAULT_PROVIDER_TIMEOUT_SECONDS
         return HttpsProvider(args.provider_url, args.ca_file, timeout=timeout, client_cert=cert)
-    from provider.handler import ProviderHandler
-    from provider.sources import StaticJobSetSource
+    from kubeflow_trainer_policy_provider.handler import ProviderHandler
+    from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
     return InProcessProvider(ProviderHandler(StaticJobSetSource(objects)).handle)
 
@@ -176,7 +176,7 @@ def _check_provider_flags(args: argparse.Namespace) -> None:
         raise InputError("--ca-file", "required with --provider-url")
     if bool(args.client_cert) != bool(args.client_key):
         raise InputError("--client-cert", "--client-cert and --client-key go together")
-    from generator.gatekeeper.https_client import split_url, tls_client_context
+    from kubeflow_trainer_policy.gatekeeper.https_client import split_url, tls_client_context
 
     try:
         split_url(args.provider_url)
@@ -186,10 +186,10 @@ def _check_provider_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.gatekeeper.policy_set import load_policy_set, with_parameters
-    from generator.gatekeeper.review import audit_request, request_from_document
-    from generator.gatekeeper.runner import GatekeeperRunner
-    from provider.documents import read_documents, read_single
+    from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
+    from kubeflow_trainer_policy.gatekeeper.review import audit_request, request_from_document
+    from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+    from kubeflow_trainer_policy_provider.documents import read_documents, read_single
 
     sources: list[str | Path] = (
         list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.errors import EXIT_FAILED, InputError
-from generator.paths import BUNDLES_DIR, POLICIES_DIR
+from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR
 
 if TYPE_CHECKING:
-    from generator.testing.outcome import Coverage
+    from kubeflow_trainer_policy.testing.outcome import Coverage
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,9 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.testing.outcome import Coverage, TestOutcome
-    from generator.testing.rego_tests import run_rego_tests
-    from generator.testing.suites import find_suites, run_suite
+    from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
+    from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
+    from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
 
     paths = [Path(p) for p in args.paths] or _default_paths()
     for path in paths:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from generator.engine.base import EvalResult, PrintLine, QueryResult
-from generator.errors import EngineError
+from kubeflow_trainer_policy.engine.base import EvalResult, PrintLine, QueryResult
+from kubeflow_trainer_policy.errors import EngineError
 
 try:
     from opa_bindings import OpaEngine, OpaError, OpaUndefinedError

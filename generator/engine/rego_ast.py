@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from generator.engine.embedded import EmbeddedOpaEngine
-from generator.errors import EngineError
+from kubeflow_trainer_policy.engine.embedded import EmbeddedOpaEngine
+from kubeflow_trainer_policy.errors import EngineError
 
 _PARSE = "m := rego.parse_module(input.file, input.source)"
 

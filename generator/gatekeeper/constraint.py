@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.errors import InputError
-from generator.gatekeeper import schema_check
-from generator.gatekeeper.template import ConstraintTemplate
-from provider.documents import Document, dig
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.gatekeeper import schema_check
+from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate
+from kubeflow_trainer_policy_provider.documents import Document, dig
 
 CONSTRAINT_GROUP = "constraints.gatekeeper.sh"
 ENFORCEMENT_ACTIONS = ("deny", "warn", "dryrun")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from generator.errors import InputError
+from kubeflow_trainer_policy.errors import InputError
 
 PROVIDER_API_VERSION = "externaldata.gatekeeper.sh/v1beta1"
 DEFAULT_CACHE_TTL_SECONDS = 180.0
@@ -89,7 +89,9 @@ class HttpsProvider:
         client_cert: tuple[str, str] | None = None,
         max_response_bytes: int = 16 * 1024 * 1024,
     ):
-        from generator.gatekeeper import https_client  # ssl and http.client only when a provider is called
+        from kubeflow_trainer_policy.gatekeeper import (
+            https_client,  # ssl and http.client only when a provider is called
+        )
 
         self.url = url
         self._client = https_client.DeadlineClient(url, https_client.tls_client_context(ca_file, client_cert))
@@ -99,7 +101,7 @@ class HttpsProvider:
         self._max_response_bytes = max_response_bytes
 
     def fetch(self, keys: list[str]) -> ProviderAnswer:
-        from generator.gatekeeper.https_client import CallFailed
+        from kubeflow_trainer_policy.gatekeeper.https_client import CallFailed
 
         body = json.dumps(provider_request(keys)).encode()
         try:

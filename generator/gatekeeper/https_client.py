@@ -15,7 +15,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from generator.errors import InputError
+from kubeflow_trainer_policy.errors import InputError
 
 
 class CallFailed(Exception):

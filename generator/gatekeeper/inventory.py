@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from provider.documents import dig
+from kubeflow_trainer_policy_provider.documents import dig
 
 
 def namespace_object(objects: Iterable[dict[str, Any]], name: str) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from provider.documents import dig, group_version_kind
+from kubeflow_trainer_policy_provider.documents import dig, group_version_kind
 
 
 class MatchError(Exception):

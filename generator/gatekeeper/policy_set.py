@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.engine.rego_ast import RegoParser
-from generator.errors import InputError
-from generator.gatekeeper.constraint import Constraint, is_constraint, parse_constraint, validate_parameters
-from generator.gatekeeper.template import ConstraintTemplate, is_template, parse_template
-from provider.documents import Document, dig, read_documents, read_single
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.gatekeeper.constraint import (
+    Constraint,
+    is_constraint,
+    parse_constraint,
+    validate_parameters,
+)
+from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate, is_template, parse_template
+from kubeflow_trainer_policy_provider.documents import Document, dig, read_documents, read_single
 
 PROVIDER_API_VERSIONS = ("externaldata.gatekeeper.sh/v1beta1", "externaldata.gatekeeper.sh/v1alpha1")
 YAML_SUFFIXES = (".yaml", ".yml", ".json")

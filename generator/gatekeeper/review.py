@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.admission import (
+from kubeflow_trainer_policy.admission import (
     ADMISSION_REVIEW,
     apiserver_request,
     audit_review,
     gatekeeper_review,
 )
-from generator.errors import InputError
-from provider.documents import Document, group_version_kind
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy_provider.documents import Document, group_version_kind
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 ADMISSION_API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")

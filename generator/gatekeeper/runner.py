@@ -6,17 +6,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.admission import inventory_document
-from generator.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
-from generator.errors import EngineError, TemplateError
-from generator.gatekeeper.constraint import Constraint
-from generator.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
-from generator.gatekeeper.inventory import namespace_object
-from generator.gatekeeper.match import MatchError, request_matches
-from generator.gatekeeper.policy_set import PolicySet
-from generator.gatekeeper.review import AdmissionRequest
-from generator.gatekeeper.template import ConstraintTemplate
-from provider.documents import dig
+from kubeflow_trainer_policy.admission import inventory_document
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
+from kubeflow_trainer_policy.errors import EngineError, TemplateError
+from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+from kubeflow_trainer_policy.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
+from kubeflow_trainer_policy.gatekeeper.inventory import namespace_object
+from kubeflow_trainer_policy.gatekeeper.match import MatchError, request_matches
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
+from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate
+from kubeflow_trainer_policy_provider.documents import dig
 
 
 @dataclass(frozen=True)

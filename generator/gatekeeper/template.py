@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.engine.rego_ast import ModuleFacts, RegoParser
-from generator.errors import EngineError, InputError
-from provider.documents import Document, dig
+from kubeflow_trainer_policy.engine.rego_ast import ModuleFacts, RegoParser
+from kubeflow_trainer_policy.errors import EngineError, InputError
+from kubeflow_trainer_policy_provider.documents import Document, dig
 
 TEMPLATE_API_VERSIONS = ("templates.gatekeeper.sh/v1", "templates.gatekeeper.sh/v1beta1")
 ADMISSION_TARGET = "admission.k8s.gatekeeper.sh"

@@ -1,14 +1,14 @@
-"""`python -m generator.lint [ROOT]`: style, data references and METADATA of every emitted Rego module."""
+"""`python -m kubeflow_trainer_policy.lint [ROOT]`: style, data references and METADATA of every emitted Rego module."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from generator.engine.rego_ast import RegoParser
-from generator.lint.modules import annotation_errors, data_ref_errors, load_groups
-from generator.lint.rego_style import check_module
-from generator.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.lint.modules import annotation_errors, data_ref_errors, load_groups
+from kubeflow_trainer_policy.lint.rego_style import check_module
+from kubeflow_trainer_policy.paths import PROJECT_ROOT
 
 
 def lint(root: Path) -> tuple[int, list[str]]:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from generator.engine import EmbeddedOpaEngine
-from generator.engine.rego_ast import RegoParser
-from generator.errors import EngineError
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import EngineError
 
 ALLOWED_DATA = ("data.inventory", "data.lib")
 """Gatekeeper's rewriter refuses any other `data` reference in a template."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.podsets.quantity import format_nanos, parse_nanos
+from kubeflow_trainer_policy.podsets.quantity import format_nanos, parse_nanos
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"

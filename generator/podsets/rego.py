@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from generator.engine import EmbeddedOpaEngine
-from generator.errors import InputError
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.errors import InputError
 
 BUDGET_KIND = "TrainerTrainJobResourceBudget"
 LIBS = ("review", "runtime", "nanos", "podsets")
@@ -30,7 +30,7 @@ class PodSetsEngine:
     @classmethod
     def from_catalog(cls) -> PodSetsEngine:
         """The libs as the generator renders them into every template."""
-        from generator.render.rego import lib
+        from kubeflow_trainer_policy.render.rego import lib
 
         return cls(lib(name).source for name in LIBS)
 

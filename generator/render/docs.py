@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from generator.catalog.model import AUDIT, Case, Rule
-from generator.errors import InputError
-from generator.profiles import Profile
-from generator.render.header import header
-from generator.render.yaml_text import dump
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.profiles import Profile
+from kubeflow_trainer_policy.render.header import header
+from kubeflow_trainer_policy.render.yaml_text import dump
 
 MAX_EXAMPLES = 8
 

@@ -7,13 +7,13 @@ import re
 from collections import Counter
 from typing import Any
 
-from generator.catalog.model import AUDIT, Case, Rule
-from generator.paths import EXTERNAL_DATA_VARIANT
-from generator.profiles import Profile
-from generator.render import requests
-from generator.render.header import header
-from generator.render.rego import render_module, shipped_libs
-from generator.render.yaml_text import dump, dump_all
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy.profiles import Profile
+from kubeflow_trainer_policy.render import requests
+from kubeflow_trainer_policy.render.header import header
+from kubeflow_trainer_policy.render.rego import render_module, shipped_libs
+from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
 
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"

@@ -13,10 +13,10 @@ from typing import Any
 import jinja2
 import yaml
 
-from generator.catalog import LIB_DIR, TEMPLATE_FILE
-from generator.catalog.model import Rule
-from generator.profiles import Profile
-from generator.render.header import header
+from kubeflow_trainer_policy.catalog import LIB_DIR, TEMPLATE_FILE
+from kubeflow_trainer_policy.catalog.model import Rule
+from kubeflow_trainer_policy.profiles import Profile
+from kubeflow_trainer_policy.render.header import header
 
 
 @dataclass(frozen=True)

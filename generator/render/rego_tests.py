@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.catalog.model import Case, Rule
-from generator.profiles import Profile
-from generator.render import requests
-from generator.render.header import header
+from kubeflow_trainer_policy.catalog.model import Case, Rule
+from kubeflow_trainer_policy.profiles import Profile
+from kubeflow_trainer_policy.render import requests
+from kubeflow_trainer_policy.render.header import header
 
 
 def _rego(value: Any) -> str:

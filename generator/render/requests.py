@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.admission import (
+from kubeflow_trainer_policy.admission import (
     admission_review_document,
     apiserver_request,
     audit_review,
     gatekeeper_review,
     inventory_document,
 )
-from generator.catalog.model import AUDIT, Case, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 

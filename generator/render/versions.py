@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generator.catalog.model import Rule
-from generator.profiles import Profile
-from generator.render.gatekeeper import constraint_template
-from generator.render.header import header
+from kubeflow_trainer_policy.catalog.model import Rule
+from kubeflow_trainer_policy.profiles import Profile
+from kubeflow_trainer_policy.render.gatekeeper import constraint_template
+from kubeflow_trainer_policy.render.header import header
 
 LOCK = "generator/catalog/template_versions.json"
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.engine import EmbeddedOpaEngine
-from generator.engine.rego_ast import RegoParser
-from generator.errors import EngineError
-from generator.testing.outcome import Coverage, TestOutcome
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import EngineError
+from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
 
 NO_PROVIDER = (
     "external_data is not available in Rego unit tests: mock it with `with external_data as <function or value>`"

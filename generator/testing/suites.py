@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.engine.rego_ast import RegoParser
-from generator.errors import InputError, TemplateError
-from generator.gatekeeper.constraint import is_constraint, parse_constraint
-from generator.gatekeeper.external_data import InProcessProvider, ResponseCache
-from generator.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set
-from generator.gatekeeper.review import gator_request
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.testing.outcome import TestOutcome
-from provider.documents import read_documents, read_single
-from provider.handler import ProviderHandler
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import InputError, TemplateError
+from kubeflow_trainer_policy.gatekeeper.constraint import is_constraint, parse_constraint
+from kubeflow_trainer_policy.gatekeeper.external_data import InProcessProvider, ResponseCache
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import gator_request
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.testing.outcome import TestOutcome
+from kubeflow_trainer_policy_provider.documents import read_documents, read_single
+from kubeflow_trainer_policy_provider.handler import ProviderHandler
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"

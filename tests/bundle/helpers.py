@@ -12,21 +12,24 @@ from typing import Any
 
 import yaml
 
-from generator.admission import inventory_document
-from generator.engine import EmbeddedOpaEngine
-from generator.engine.rego_ast import RegoParser
-from generator.gatekeeper.policy_set import PolicySet, load_policy_set
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import BUNDLES_DIR, gatekeeper_bundle_dir
-from provider.documents import read_documents, read_single
+from kubeflow_trainer_policy.admission import inventory_document
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, gatekeeper_bundle_dir
+from kubeflow_trainer_policy_provider.documents import read_documents, read_single
 
 PROFILES = sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import requests
 
-from generator.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.paths import PROJECT_ROOT
 from tests.support import free_port
 
 

@@ -14,10 +14,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from generator.bundle.archive import read_archive, write_archive
-from generator.bundle.build import build_bundle
-from generator.bundle.check import bundle_problems
-from generator.bundle.signing import (
+from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
+from kubeflow_trainer_policy.bundle.build import build_bundle
+from kubeflow_trainer_policy.bundle.check import bundle_problems
+from kubeflow_trainer_policy.bundle.signing import (
     SignatureError,
     SigningKey,
     file_hash,
@@ -25,15 +25,15 @@ from generator.bundle.signing import (
     signed_token,
     verify_files,
 )
-from generator.engine import EmbeddedOpaEngine
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.paths import gatekeeper_bundle_dir
+from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
 from tests.bundle.helpers import runnable_kinds
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *args], capture_output=True, text=True, timeout=120
     )
 
 

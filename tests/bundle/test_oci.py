@@ -15,9 +15,9 @@ import oras.provider
 import pytest
 import requests
 
-from generator.bundle.archive import read_archive, write_archive
-from generator.gatekeeper.runner import GatekeeperRunner
-from provider.certs import issue, make_ca
+from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.bundle.helpers import (
     cli,
     plain_opa_decision,
@@ -203,7 +203,7 @@ def test_htpasswd_auth(tmp_path, built_bundles):
             [
                 sys.executable,
                 "-m",
-                "generator.cli.main",
+                "kubeflow_trainer_policy.cli.main",
                 "bundle",
                 "pull",
                 ref,

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.admission import inventory_document
-from generator.bundle.archive import write_archive
-from generator.bundle.build import build_bundle
-from generator.catalog.trainjob_fixtures import default_runtime
-from generator.errors import InputError
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.gatekeeper.review import request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import gatekeeper_bundle_dir
-from provider.documents import Document
+from kubeflow_trainer_policy.admission import inventory_document
+from kubeflow_trainer_policy.bundle.archive import write_archive
+from kubeflow_trainer_policy.bundle.build import build_bundle
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import default_runtime
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
+from kubeflow_trainer_policy_provider.documents import Document
 from tests.bundle.helpers import (
     PROFILES,
     OpaBundle,

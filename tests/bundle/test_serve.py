@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from provider.certs import issue, make_ca
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.bundle.helpers import cli
 
 NAME = "kubeflow-trainer-policy-v2.0.tar.gz"
@@ -20,7 +20,17 @@ NAME = "kubeflow-trainer-policy-v2.0.tar.gz"
 
 def start_server(folder: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "generator.cli.main", "bundle", "serve", str(folder), "--port", "0", *extra],
+        [
+            sys.executable,
+            "-m",
+            "kubeflow_trainer_policy.cli.main",
+            "bundle",
+            "serve",
+            str(folder),
+            "--port",
+            "0",
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.catalog import RULES_DIR, CatalogError, load_catalog, load_rules
-from generator.catalog.model import folder_for, kind_for
-from generator.cli.main import main
-from generator.profiles import DEFAULT_PROFILE, generated_profiles, get_profile
-from generator.render.tree import render_tree, write_tree
+from kubeflow_trainer_policy.catalog import RULES_DIR, CatalogError, load_catalog, load_rules
+from kubeflow_trainer_policy.catalog.model import folder_for, kind_for
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy.profiles import DEFAULT_PROFILE, generated_profiles, get_profile
+from kubeflow_trainer_policy.render.tree import render_tree, write_tree
 
 RULE_ID = "trainjob-example-label"
 
 RULE_MODULE = """
-from generator.catalog.model import Case, DataNeeds, Expected, MatchKind, Rule
-from generator.profiles import PROFILES
+from kubeflow_trainer_policy.catalog.model import Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.profiles import PROFILES
 
 SETTINGS = {name: {"label": "example.com/forbidden-" + name} for name in PROFILES}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli.main import main
+from kubeflow_trainer_policy.cli.main import main
 
 
 @pytest.fixture(scope="session")

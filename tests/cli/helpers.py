@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from generator.cli.main import main
-from provider.certs import KeyPair, issue, make_ca
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy_provider.certs import KeyPair, issue, make_ca
 from tests.admission import admission_review
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def run_cli(*args: str | Path, stdin: str = "") -> Result:
 
 def run_process(*args: str | Path, stdin: str | None = None, timeout: float = 120) -> Result:
     proc = subprocess.run(
-        [sys.executable, "-m", "generator.cli.main", *map(str, args)],
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *map(str, args)],
         input=stdin,
         capture_output=True,
         text=True,

@@ -16,10 +16,10 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from generator.bundle.archive import read_archive, write_archive
-from generator.bundle.signing import SigningKey, signatures_document, signed_token
-from generator.cli.main import main
-from provider.certs import make_ca
+from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
+from kubeflow_trainer_policy.bundle.signing import SigningKey, signatures_document, signed_token
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy_provider.certs import make_ca
 from tests.cli.helpers import (
     ACTIVE_INVENTORY,
     ACTIVE_REVIEW,
@@ -82,7 +82,15 @@ def test_plain_http_provider_url(tmp_path: Path) -> None:
 def test_closed_stdout_pipe_is_no_traceback_and_not_exit_1() -> None:
     """A real process whose stdout reader is gone before it writes (`review ... | true`)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "generator.cli.main", "review", str(ACTIVE_REVIEW), "--objects", str(ACTIVE_INVENTORY)],
+        [
+            sys.executable,
+            "-m",
+            "kubeflow_trainer_policy.cli.main",
+            "review",
+            str(ACTIVE_REVIEW),
+            "--objects",
+            str(ACTIVE_INVENTORY),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=PROJECT_ROOT,
@@ -174,7 +182,7 @@ def test_garbage_kubeconfig(tmp_path: Path, kubeconfig: str) -> None:
 
 def test_an_internal_error_is_one_line_and_a_traceback_only_with_debug(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fake fault (a bug cannot be caused on purpose): the boundary turns any exception into exit 2."""
-    from generator.cli import test_command
+    from kubeflow_trainer_policy.cli import test_command
 
     def broken(_args: object) -> int:
         raise ZeroDivisionError("simulated bug")
@@ -282,10 +290,10 @@ def test_failed_certs_into_an_existing_folder_moves_nothing_in(tmp_path: Path) -
 
 def test_certs_failing_midway_leaves_no_folder_fake_fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fake fault (issuing cannot be made to fail for real after validation): nothing is left behind."""
-    import provider.certs
+    import kubeflow_trainer_policy_provider.certs
 
     calls = {"n": 0}
-    real_issue = provider.certs.issue
+    real_issue = kubeflow_trainer_policy_provider.certs.issue
 
     def issue_then_fail(*args: object, **kwargs: object) -> object:
         calls["n"] += 1
@@ -293,15 +301,15 @@ def test_certs_failing_midway_leaves_no_folder_fake_fault(tmp_path: Path, monkey
             raise OSError(28, "No space left on device (simulated)")
         return real_issue(*args, **kwargs)
 
-    monkeypatch.setattr(provider.certs, "issue", issue_then_fail)
+    monkeypatch.setattr(kubeflow_trainer_policy_provider.certs, "issue", issue_then_fail)
     result = run_cli("certs", "--out-dir", tmp_path / "pki", "--client", "gatekeeper")
     assert_error(result, "No space left on device")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_generate_never_deletes_a_file_it_did_not_write(tmp_path: Path) -> None:
-    from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
-    from generator.render.tree import render_tree, write_tree
+    from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
+    from kubeflow_trainer_policy.render.tree import render_tree, write_tree
 
     tree = render_tree(generated_profiles(), get_profile(UNIT_TEST_PROFILE))
     write_tree(tree, tmp_path)
@@ -309,7 +317,7 @@ def test_generate_never_deletes_a_file_it_did_not_write(tmp_path: Path) -> None:
     notes.write_text("package mine\n")
     stale = tmp_path / "docs/policies/removed-rule.md"
     stale.write_text((tmp_path / "docs/policies/README.md").read_text())  # a generated file no longer generated
-    from generator.errors import InputError
+    from kubeflow_trainer_policy.errors import InputError
 
     refused = f"policies/{UNIT_TEST_PROFILE}/my-notes.rego: not written by `trainer-policy generate`"
     with pytest.raises(InputError, match=re.escape(refused)):
@@ -383,7 +391,7 @@ def test_review_reads_stdin() -> None:
 def test_every_option_says_its_default() -> None:
     import argparse
 
-    from generator.cli.main import build_parser
+    from kubeflow_trainer_policy.cli.main import build_parser
 
     def walk(parser: argparse.ArgumentParser, name: str) -> list[str]:
         missing = []
@@ -405,22 +413,24 @@ def test_every_option_says_its_default() -> None:
 
 def test_help_lists_every_command_without_importing_them() -> None:
     code = (
-        "import sys; from generator.cli.main import main; main(['--help']) ;"
-        "print(sorted(m for m in sys.modules if m.startswith(('generator.cli.', 'jsonschema', 'cryptography'))))"
+        "import sys; from kubeflow_trainer_policy.cli.main import main; main(['--help']) ;"
+        "print(sorted(m for m in sys.modules "
+        "if m.startswith(('kubeflow_trainer_policy.cli.', 'jsonschema', 'cryptography'))))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     for command in ("generate", "review", "test", "bundle", "provider", "certs"):
         assert f"    {command}" in proc.stdout
-    assert proc.stdout.strip().splitlines()[-1] == "['generator.cli.main']"
+    assert proc.stdout.strip().splitlines()[-1] == "['kubeflow_trainer_policy.cli.main']"
 
 
 def test_review_imports_only_what_it_needs() -> None:
     code = (
-        "import sys; from generator.cli.main import main; "
+        "import sys; from kubeflow_trainer_policy.cli.main import main; "
         f"rc = main(['review', {str(ACTIVE_REVIEW)!r}, '--objects', {str(ACTIVE_INVENTORY)!r}]); "
         "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http', 'jsonschema') or m.startswith(('generator.bundle', "
-        "'generator.render', 'generator.cli.bundle', 'generator.cli.certs', 'generator.cli.generate'))))"
+        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http', 'jsonschema') or m.startswith(("
+        "'kubeflow_trainer_policy.bundle', 'kubeflow_trainer_policy.render', 'kubeflow_trainer_policy.cli.bundle', "
+        "'kubeflow_trainer_policy.cli.certs', 'kubeflow_trainer_policy.cli.generate'))))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     assert proc.stdout.strip().splitlines()[-1] == "1 []", proc.stdout + proc.stderr

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from provider.certs import issue, make_ca
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.cli.helpers import (
     ACTIVE_INVENTORY,
     ACTIVE_REVIEW,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from generator.gatekeeper.external_data import ExternalData, HttpsProvider
+from kubeflow_trainer_policy.gatekeeper.external_data import ExternalData, HttpsProvider
 from tests.cli.helpers import external_data_constraints, run_cli, serving_pki, trainjob_update_review, write_yaml
 
 BODY = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator.gatekeeper.review import AdmissionRequest, request_from_document
-from provider.documents import Document
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
+from kubeflow_trainer_policy_provider.documents import Document
 from tests.admission import admission_review
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -21,7 +21,7 @@ CONSTRAINTS = [
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli.main", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *args], capture_output=True, text=True, timeout=120
     )
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from generator.gatekeeper.external_data import (
+from kubeflow_trainer_policy.gatekeeper.external_data import (
     ExternalData,
     HttpsProvider,
     InProcessProvider,
     ResponseCache,
 )
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.gatekeeper.runner import GatekeeperRunner
-from provider.certs import make_ca
-from provider.handler import ProviderHandler
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy_provider.certs import make_ca
+from kubeflow_trainer_policy_provider.handler import ProviderHandler
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
 
@@ -152,10 +152,10 @@ class SwitchableProvider:
 def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cache():
     """Gatekeeper caches each answer for 3 minutes per key; the external-data rule's key carries the request
     uid, so the second request reaches the provider and sees the JobSet that turned active."""
-    from generator.catalog.trainjob_fixtures import default_runtime
-    from generator.gatekeeper.review import request_from_document
-    from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
-    from provider.documents import Document
+    from kubeflow_trainer_policy.catalog.trainjob_fixtures import default_runtime
+    from kubeflow_trainer_policy.gatekeeper.review import request_from_document
+    from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+    from kubeflow_trainer_policy_provider.documents import Document
     from tests.admission import admission_review
 
     def update(uid: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.gatekeeper.match import MatchError, object_matches, request_matches, wildcard_matches
+from kubeflow_trainer_policy.gatekeeper.match import MatchError, object_matches, request_matches, wildcard_matches
 from tests.gatekeeper.helpers import trainjob
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"tier": "gpu"}}}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from generator.errors import InputError, TemplateError
-from generator.gatekeeper.policy_set import load_policy_set, with_parameters
-from generator.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.errors import InputError, TemplateError
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
 ALL_LABELS = {"team": "a", "cost-center": "c1", "owner": "me"}
@@ -72,8 +72,8 @@ def test_delete_matches_on_old_object(runner):
 
 def test_inventory_lookups_namespaced_and_cluster():
     policy_set = load_policy_set([FIXTURES / "templates.yaml"])
-    from generator.gatekeeper.constraint import Constraint
-    from generator.gatekeeper.policy_set import add_constraint
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sInventoryRef", "refs", {}, {}, "deny", "test"))
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
@@ -126,8 +126,8 @@ def test_evaluation_error_is_an_error_never_allowed(tmp_path):
     )
     (tmp_path / "t.yaml").write_text(template)
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from generator.gatekeeper.constraint import Constraint
-    from generator.gatekeeper.policy_set import add_constraint
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sImmutableName", "c", {}, {}, "deny", "test"))
     with GatekeeperRunner(policy_set) as runner:
@@ -138,7 +138,7 @@ def test_evaluation_error_is_an_error_never_allowed(tmp_path):
 
 def test_audit_review_has_empty_operation_and_null_old_object(runner):
     """Gatekeeper's audit review keeps every always-serialised key, with empty values (recorded corpus)."""
-    from generator.gatekeeper.review import audit_request
+    from kubeflow_trainer_policy.gatekeeper.review import audit_request
 
     job = trainjob(labels={"team": "a"}, owner="alice")
     review = audit_request(job).as_input()
@@ -172,8 +172,8 @@ def test_templates_that_cannot_share_an_engine_are_evaluated_apart(tmp_path):
     )
     (tmp_path / "t.yaml").write_text(text + "\n---\n" + twin)
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from generator.gatekeeper.constraint import Constraint
-    from generator.gatekeeper.policy_set import add_constraint
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sImmutableName", "a", {}, {}, "deny", "test"))
     add_constraint(policy_set, Constraint("K8sImmutableTwin", "b", {}, {}, "warn", "test"))

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.gatekeeper import schema_check
+from kubeflow_trainer_policy.gatekeeper import schema_check
 from tests.cli.helpers import PROJECT_ROOT
 
 TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]

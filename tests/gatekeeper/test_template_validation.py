@@ -7,8 +7,8 @@ import re
 import pytest
 import yaml
 
-from generator.errors import InputError
-from generator.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from tests.gatekeeper.helpers import FIXTURES
 
 

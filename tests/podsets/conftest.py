@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.podsets.rego import PodSetsEngine
+from kubeflow_trainer_policy.podsets.rego import PodSetsEngine
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.gatekeeper.runner import CompiledTemplate
-from generator.profiles import generated_profiles
+from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
+from kubeflow_trainer_policy.profiles import generated_profiles
 from tests.podsets.test_differential import QUANTITY, runtime, trainjob
 from tests.rules.helpers import bundle
 from tests.rules.test_fuzz_policies import VALUES

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.cli.main import main
+from kubeflow_trainer_policy.cli.main import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtimes" / "v2.0"
 TRAINJOB = FIXTURES / "trainjob-torch-with-initializers-4x8.yaml"

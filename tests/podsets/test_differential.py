@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.podsets.model import ANCESTOR_LABEL, compute
-from generator.podsets.quantity import parse_nanos
+from kubeflow_trainer_policy.podsets.model import ANCESTOR_LABEL, compute
+from kubeflow_trainer_policy.podsets.quantity import parse_nanos
 
 SUFFIXES = ["", "m", "k", "M", "G", "T", "P", "E", "n", "u", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
 RESOURCES = ["cpu", "memory", "nvidia.com/gpu", "example.com/fpga", "hugepages-2Mi", "ephemeral-storage"]

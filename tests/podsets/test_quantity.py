@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.podsets.quantity import format_nanos, parse_nanos
+from kubeflow_trainer_policy.podsets.quantity import format_nanos, parse_nanos
 
 G = 10**9
 

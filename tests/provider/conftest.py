@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from provider.certs import KeyPair, issue, make_ca
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
-from provider.server import ProviderServer, ServeConfig
-from provider.sources import JobSetSource
-from provider.tls import TLSFiles
+from kubeflow_trainer_policy_provider.certs import KeyPair, issue, make_ca
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.server import ProviderServer, ServeConfig
+from kubeflow_trainer_policy_provider.sources import JobSetSource
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 KUBE_PLUGIN = "tests.kube.plugin"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.cli.main import main
+from kubeflow_trainer_policy.cli.main import main
 from tests.gatekeeper.helpers import admission_review, trainjob
 from tests.provider.helpers import provider_request, session, wait_until
 from tests.support import free_port
@@ -97,7 +97,7 @@ def test_provider_serve_process_and_review_over_https_with_mtls(
         [
             sys.executable,
             "-m",
-            "generator.cli.main",
+            "kubeflow_trainer_policy.cli.main",
             "provider",
             "serve",
             "--listen",

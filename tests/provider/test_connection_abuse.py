@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from provider.http_server import Limits
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy_provider.http_server import Limits
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import client_context, provider_request, wait_until
 

@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from cryptography import x509
 
-from generator.cli.main import main
-from provider.http_server import MAX_BODY_BYTES
-from provider.server import DEFAULT_REQUEST_TIMEOUT
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy_provider.http_server import MAX_BODY_BYTES
+from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

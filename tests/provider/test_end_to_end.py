@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from generator.catalog.trainjob_fixtures import runtime
-from generator.gatekeeper.external_data import HttpsProvider, ResponseCache
-from generator.gatekeeper.policy_set import load_policy_set
-from generator.gatekeeper.review import request_from_document
-from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from generator.paths import EXTERNAL_DATA_VARIANT
-from provider.documents import Document
-from provider.kube_auth import from_kubeconfig
-from provider.kube_source import KubeJobSetSource
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime
+from kubeflow_trainer_policy.gatekeeper.external_data import HttpsProvider, ResponseCache
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner, ReviewResult
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.kube_auth import from_kubeconfig
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from tests.admission import admission_review
 from tests.gatekeeper.helpers import trainjob
 from tests.kube.cluster import KubeCluster

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provider.handler import API_VERSION, ProviderHandler, parse_key
-from provider.sources import Lookup, StaticJobSetSource
+from kubeflow_trainer_policy_provider.handler import API_VERSION, ProviderHandler, parse_key
+from kubeflow_trainer_policy_provider.sources import Lookup, StaticJobSetSource
 from tests.provider.helpers import provider_request
 
 JOBSET = {
@@ -118,7 +118,7 @@ def test_the_in_memory_fast_path_parses_keys_only_through_keys_parse_key(monkeyp
     def parse_with_suffix(key: str) -> tuple[str, str] | None:
         return parse_key(key.partition("#")[0])
 
-    monkeypatch.setattr("provider.handler.parse_key", parse_with_suffix)
+    monkeypatch.setattr("kubeflow_trainer_policy_provider.handler.parse_key", parse_with_suffix)
     h = handler()
     for answer in (h.answer, lambda doc: ProviderHandler(SlowPathSource(), timeout=1.0).answer(doc)):
         body = json.loads(answer(provider_request(["team-a/job1#uid-1", "team-a/none#uid-2"])).body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provider.http_request import HeadError, RequestHead, _parse_strictly, parse_head
+from kubeflow_trainer_policy_provider.http_request import HeadError, RequestHead, _parse_strictly, parse_head
 
 PIECES = st.sampled_from(
     [

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from provider.kube_auth import KubeCredentials, from_kubeconfig, in_cluster
-from provider.kube_source import KubeJobSetSource, WatchGone, WatchSettings
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.kube_auth import KubeCredentials, from_kubeconfig, in_cluster
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchGone, WatchSettings
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from tests.kube.cluster import KubeCluster
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import items, post, session, wait_until

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from provider import documents
-from provider.documents import read_documents
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy_provider import documents
+from kubeflow_trainer_policy_provider.documents import read_documents
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 
 def jobset(name: str, active: int, **annotations: str) -> dict[str, object]:

@@ -15,8 +15,8 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from provider.http_server import Limits
-from provider.sources import Lookup, StaticJobSetSource
+from kubeflow_trainer_policy_provider.http_server import Limits
+from kubeflow_trainer_policy_provider.sources import Lookup, StaticJobSetSource
 from tests.provider.conftest import Pki, Running, StartProvider
 from tests.provider.helpers import (
     client_context,

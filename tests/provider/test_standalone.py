@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from provider.certs import issue, make_ca
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.provider.helpers import post, provider_request, session, wait_until
 from tests.support import free_port
 
@@ -32,7 +33,13 @@ def _imported_top_levels(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("module", sorted(PROVIDER_DIR.glob("*.py")), ids=lambda p: p.name)
 def test_no_provider_module_imports_the_generator(module: Path):
-    assert not _imported_top_levels(module) & {"generator", "opa_bindings", "jinja2", "tests"}
+    assert not _imported_top_levels(module) & {
+        "kubeflow_trainer_policy",
+        "generator",
+        "opa_bindings",
+        "jinja2",
+        "tests",
+    }
 
 
 def _run(*args: str | Path, timeout: float = 300) -> str:
@@ -45,8 +52,13 @@ def _run(*args: str | Path, timeout: float = 300) -> str:
 def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A new venv with only the project's wheel and the provider's own dependencies (no OPA engine)."""
     root = tmp_path_factory.mktemp("standalone")
-    wheels = root / "wheels"
-    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, ROOT)
+    source, wheels = root / "src", root / "wheels"  # a copy: building writes build/ into the source folder
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        source.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("generator", "provider"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, source)
     (wheel,) = wheels.glob("kubeflow_trainer_policy-*.whl")
     venv = root / "venv"
     _run(sys.executable, "-m", "venv", venv)
@@ -63,7 +75,7 @@ def test_the_venv_has_no_opa_engine(bare_venv: Path):
 
 def test_the_entry_point_loads_no_generator_module(bare_venv: Path):
     probe = (
-        "import sys, provider.cli; "
+        "import sys, kubeflow_trainer_policy_provider.cli; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'generator', 'jinja2', 'jsonschema', 'oras'}))"
     )
     assert _run(bare_venv / "bin" / "python", "-c", probe).strip() == "[]"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from generator.gatekeeper.external_data import HttpsProvider
-from provider.certs import issue, make_ca
-from provider.sources import StaticJobSetSource
-from provider.tls import TLSFiles
+from kubeflow_trainer_policy.gatekeeper.external_data import HttpsProvider
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import client_context, post, session, wait_until
 

@@ -12,10 +12,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from provider.kube_auth import KubeCredentials
-from provider.kube_source import KubeJobSetSource, WatchSettings
-from provider.logs import JsonLogger
-from provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.kube_auth import KubeCredentials
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
+from kubeflow_trainer_policy_provider.logs import JsonLogger
+from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from tests.provider.helpers import wait_until
 
 

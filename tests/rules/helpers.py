@@ -12,13 +12,13 @@ from typing import Any
 
 import yaml
 
-from generator.catalog.model import Rule
-from generator.cli.main import main
-from generator.gatekeeper.external_data import ProviderClient, ResponseCache
-from generator.gatekeeper.policy_set import PolicySet, load_policy_set
-from generator.gatekeeper.review import AdmissionRequest
-from generator.gatekeeper.runner import GatekeeperRunner
-from generator.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.catalog.model import Rule
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient, ResponseCache
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
 
 @dataclass
@@ -87,7 +87,7 @@ def runner_review(
     """The bundle's templates and default Constraints (parameters replaced per constraint name)."""
     policy_set = bundle(profile, variant)
     if parameters:
-        from generator.gatekeeper.constraint import Constraint
+        from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
 
         constraints = [
             Constraint(c.kind, c.name, c.match, parameters.get(c.name, c.parameters), c.enforcement_action, c.source)

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from generator.catalog import load_catalog
-from generator.catalog.model import AUDIT, Case, Rule
-from generator.gatekeeper.external_data import ProviderAnswer, ProviderItem
-from generator.gatekeeper.review import AdmissionRequest
-from generator.profiles import generated_profiles
-from generator.render import requests
+from kubeflow_trainer_policy.catalog import load_catalog
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
+from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
+from kubeflow_trainer_policy.profiles import generated_profiles
+from kubeflow_trainer_policy.render import requests
 from tests.rules.helpers import review_cli, runner_review, variant_of
 
 RULES = {rule.id: rule for rule in load_catalog()}

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.gatekeeper.runner import CompiledTemplate
-from generator.profiles import generated_profiles
+from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
+from kubeflow_trainer_policy.profiles import generated_profiles
 from tests.rules.helpers import bundle
 
 VOCABULARY = [

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.catalog import load_catalog
-from generator.cli.main import main
-from generator.engine.rego_ast import RegoParser
-from generator.errors import InputError
-from generator.lint.modules import Module, data_ref_errors, load_groups
-from generator.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
-from generator.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
-from generator.render.docs import TABLE_BEGIN, TABLE_END, readme_with_rule_table, rule_table
-from generator.render.tree import render_tree
+from kubeflow_trainer_policy.catalog import load_catalog
+from kubeflow_trainer_policy.cli.main import main
+from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy.lint.modules import Module, data_ref_errors, load_groups
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
+from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
+from kubeflow_trainer_policy.render.docs import TABLE_BEGIN, TABLE_END, readme_with_rule_table, rule_table
+from kubeflow_trainer_policy.render.tree import render_tree
 
 PROFILES = [p.name for p in generated_profiles()]
 GATEKEEPER = PROJECT_ROOT / "bundles" / "gatekeeper"
@@ -46,7 +46,7 @@ def test_generate_check_is_clean():
 def test_generation_is_deterministic_across_processes():
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     proc = subprocess.run(
-        [sys.executable, "-m", "generator.cli.main", "generate", "--check"],
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", "generate", "--check"],
         env=env,
         capture_output=True,
         text=True,
@@ -197,7 +197,7 @@ def test_catalog_case_names_are_unique_identifiers():
 
 
 def test_a_template_change_without_a_version_bump_is_refused(tmp_path):
-    from generator.render.versions import LOCK, unbumped
+    from kubeflow_trainer_policy.render.versions import LOCK, unbumped
 
     rules = list(load_catalog())
     recorded = json.loads((PROJECT_ROOT / LOCK).read_text())

@@ -11,14 +11,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.cli.test_command import _default_paths
-from generator.lint.__main__ import lint
-from generator.lint.modules import LoadGroup, Module, annotation_errors, load_groups
-from generator.lint.rego_style import check_module
-from generator.paths import BUNDLES_DIR, POLICIES_DIR, PROJECT_ROOT
-from generator.profiles import generated_profiles
-from generator.render.rego import yaml_scalar
-from generator.render.yaml_text import block_scalar_fits, dump, dump_all
+from kubeflow_trainer_policy.cli.test_command import _default_paths
+from kubeflow_trainer_policy.lint.__main__ import lint
+from kubeflow_trainer_policy.lint.modules import LoadGroup, Module, annotation_errors, load_groups
+from kubeflow_trainer_policy.lint.rego_style import check_module
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR, PROJECT_ROOT
+from kubeflow_trainer_policy.profiles import generated_profiles
+from kubeflow_trainer_policy.render.rego import yaml_scalar
+from kubeflow_trainer_policy.render.yaml_text import block_scalar_fits, dump, dump_all
 
 PROFILES = [p.name for p in generated_profiles()]
 TEMPLATES = sorted((PROJECT_ROOT / "bundles" / "gatekeeper").rglob("template.yaml"))
@@ -254,7 +254,7 @@ def test_trainer_policy_test_runs_every_profile_by_default():
 
 
 def test_lint_command_reports_and_fails_on_a_broken_tree(tmp_path: Path, capsys):
-    from generator.lint.__main__ import main
+    from kubeflow_trainer_policy.lint.__main__ import main
 
     module = tmp_path / "policies" / "v9" / "r" / "src.rego"
     module.parent.mkdir(parents=True)

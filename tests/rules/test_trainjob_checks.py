@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.admission import admission_review_document, apiserver_request, inventory_document
-from generator.catalog.trainjob_fixtures import runtime, trainjob
-from generator.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
-from generator.gatekeeper.runner import CompiledTemplate
-from generator.profiles import generated_profiles, get_profile
-from provider.documents import Document
+from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request, inventory_document
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime, trainjob
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
+from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
+from kubeflow_trainer_policy.profiles import generated_profiles, get_profile
+from kubeflow_trainer_policy_provider.documents import Document
 from tests.rules.helpers import bundle, runner_review
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

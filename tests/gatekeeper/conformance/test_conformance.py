@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from generator.errors import InputError, TemplateError
-from generator.gatekeeper.constraint import is_constraint, parse_constraint
-from generator.gatekeeper.policy_set import add_constraint, load_policy_set
-from generator.gatekeeper.review import gator_request
-from generator.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from provider.documents import read_documents, read_single
+from kubeflow_trainer_policy.errors import InputError, TemplateError
+from kubeflow_trainer_policy.gatekeeper.constraint import is_constraint, parse_constraint
+from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint, load_policy_set
+from kubeflow_trainer_policy.gatekeeper.review import gator_request
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner, ReviewResult
+from kubeflow_trainer_policy_provider.documents import read_documents, read_single
 from tests.gatekeeper.conformance.recordings import RecordedCase, load_cases
 
 CASES = load_cases()

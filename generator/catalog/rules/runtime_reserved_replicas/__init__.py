@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.catalog.fixtures import replicated_job, runtime
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.fixtures import replicated_job, runtime
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.profiles import Profile
 
 
 @dataclass(frozen=True)

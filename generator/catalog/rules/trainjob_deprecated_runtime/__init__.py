@@ -3,10 +3,10 @@ TrainJobs that reference a ClusterTrainingRuntime labelled trainer.kubeflow.org/
 
 from __future__ import annotations
 
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
-from generator.catalog.rules.runtime_deprecated import CHOICES, SETTINGS, SUFFIX, URL
-from generator.catalog.trainjob_fixtures import DEPRECATED, runtime, trainjob
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.rules.runtime_deprecated import CHOICES, SETTINGS, SUFFIX, URL
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import DEPRECATED, runtime, trainjob
+from kubeflow_trainer_policy.profiles import Profile
 
 
 def trainjob_cases(p: Profile) -> list[Case]:

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from generator.catalog.fixtures import trainjob
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
-from generator.catalog.trainjob_fixtures import with_runtime
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.fixtures import trainjob
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
+from kubeflow_trainer_policy.profiles import Profile
 
 TRAINJOB_ALLOWED = ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]
 SITE = "example.com/site-controller"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.catalog.model import AUDIT, Case, Expected, MatchKind, Rule
-from generator.catalog.rules.trainjob_runtime_ref import RUNTIME_KINDS
-from generator.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.rules.trainjob_runtime_ref import RUNTIME_KINDS
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
+from kubeflow_trainer_policy.profiles import Profile
 
 
 @dataclass(frozen=True)

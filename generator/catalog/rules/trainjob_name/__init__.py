@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
-from generator.catalog.trainjob_fixtures import runtime, trainjob
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime, trainjob
+from kubeflow_trainer_policy.profiles import Profile
 
 
 @dataclass(frozen=True)

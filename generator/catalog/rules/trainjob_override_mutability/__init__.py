@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
-from generator.catalog.trainjob_fixtures import with_runtime
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
+from kubeflow_trainer_policy.profiles import Profile
 
 KEY = "team-a/job"
 

@@ -4,9 +4,9 @@ template includes that rule's; `source` picks the provider branch)."""
 
 from __future__ import annotations
 
-from generator.catalog.fixtures import jobset, override, trainjob
-from generator.catalog.model import Case, DataNeeds, Expected, Parameter, Rule, case_uid
-from generator.catalog.rules.trainjob_override_mutability import (
+from kubeflow_trainer_policy.catalog.fixtures import jobset, override, trainjob
+from kubeflow_trainer_policy.catalog.model import Case, DataNeeds, Expected, Parameter, Rule, case_uid
+from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability import (
     DESCRIPTION,
     KEY,
     MATCH,
@@ -14,8 +14,8 @@ from generator.catalog.rules.trainjob_override_mutability import (
     SETTINGS,
     shared_cases,
 )
-from generator.catalog.trainjob_fixtures import with_runtime
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
+from kubeflow_trainer_policy.profiles import Profile
 
 PROVIDER = "trainer-jobset-provider"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
-from generator.catalog.rules.trainjob_runtime_ref import REF, not_found, not_synced
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.rules.trainjob_runtime_ref import REF, not_found, not_synced
+from kubeflow_trainer_policy.profiles import Profile
 
 RUNTIME_REF = "trainjob-runtime-ref"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
-from generator.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
-from generator.profiles import Profile
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
+from kubeflow_trainer_policy.profiles import Profile
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog.fixtures import V1_JOB_KINDS, v1_job
-from generator.catalog.model import DataNeeds, MatchKind, Rule
-from generator.catalog.rules.trainjob_managed_by import ManagedBySettings, allowed_values_parameter, managed_by_cases
-from generator.profiles import PROFILES
+from kubeflow_trainer_policy.catalog.fixtures import V1_JOB_KINDS, v1_job
+from kubeflow_trainer_policy.catalog.model import DataNeeds, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.rules.trainjob_managed_by import (
+    ManagedBySettings,
+    allowed_values_parameter,
+    managed_by_cases,
+)
+from kubeflow_trainer_policy.profiles import PROFILES
 
 V1_ALLOWED = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"]
 

@@ -363,7 +363,7 @@ INVENTORY_RULE = Rule(
     "data provider, so `gator verify` runs its suite.",
     rationale=_RATIONALE,
     spec_section="A, B",
-    version="2.0.2",
+    version="2.0.3",
     match=_MATCH,
     operations=("UPDATE",),
     parameters=(),

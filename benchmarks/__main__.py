@@ -9,6 +9,7 @@ MODULES = [
     "benchmarks.trivial_baseline",
     "benchmarks.policy_review",
     "benchmarks.budget_review",
+    "benchmarks.trainjob_review",
     "benchmarks.provider_load",
     "benchmarks.cli_startup",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks.common import max_rss_mib, measure, measure_interleaved, write_result
 from benchmarks.trivial_baseline import trivial_runner
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, runtime
 from kubeflow_trainer_policy.gatekeeper.external_data import InProcessProvider
 from kubeflow_trainer_policy.gatekeeper.match import request_matches
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
@@ -86,11 +87,17 @@ def _jobset() -> dict[str, Any]:
     }
 
 
-def policy_runner() -> GatekeeperRunner:
+def cluster(count: int) -> list[dict[str, Any]]:
+    """What the bundle reads: the TrainJob's JobSet (inactive) and its runtime, one replicated job per override
+    (the overrides target distinct jobs; design.md's scale grows overrides and replicated jobs together)."""
+    return [_jobset(), runtime("torch-distributed", [job(f"job-{i}", containers=["node"]) for i in range(count)])]
+
+
+def policy_runner(count: int = 1) -> GatekeeperRunner:
     policy_set = load_policy_set([gatekeeper_bundle_dir(PROFILE)])
     handler = ProviderHandler(StaticJobSetSource([_jobset()]))
     providers = {name: InProcessProvider(handler.handle) for name in policy_set.providers}
-    return GatekeeperRunner(policy_set, providers)
+    return GatekeeperRunner(policy_set, providers, objects=cluster(count))
 
 
 def _iterations(count: int) -> int:
@@ -114,6 +121,9 @@ def run() -> dict[str, Any]:
     with policy_runner() as runner, trivial_runner()[0] as trivial:
         constraints = sorted(c.name for c in runner.policy_set.constraints)
         for count in OVERRIDE_COUNTS:
+            # The same cluster on both sides: the runner hands data.inventory to the engine with each review.
+            runner.set_objects(cluster(count))
+            trivial.set_objects(cluster(count))
             for name, request in scenarios(count).items():
                 result = runner.review(request)
                 assert not result.errors and result.allowed, (count, name, result.as_json())

@@ -48,6 +48,24 @@ found := lookup.runtime if lookup.found
 
 job_names := runtime.job_names(found)
 
+# METADATA
+# title: job_containers
+# description: >-
+#   [job name, (init)container name] of every container of the runtime template's jobs that an override or
+#   initializer names (before merging), built once: each named container is then looked up, not searched
+#   for in every job.
+job_containers := {[job_name, c] |
+	some job in runtime.jobs(found)
+	job_name := object.get(job, "name", null)
+	job_name in named_jobs
+	some list in ["initContainers", "containers"]
+	some container in review.array(object.get(job, ["template", "spec", "template", "spec", list], []))
+	c := container.name
+	is_string(c)
+}
+
+named_jobs := {t.job | some t in checked_targets} | {init.job | some init in initializers; configured(init.key)}
+
 specified := {"TrainingRuntime": "trainingRuntime", "ClusterTrainingRuntime": "clusterTrainingRuntime"}
 
 # METADATA
@@ -90,7 +108,7 @@ violation contains v if {
 	some init in initializers
 	configured(init.key)
 	init.job in job_names
-	not init.job in runtime.container_names(found, init.job)
+	not [init.job, init.job] in job_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
 }
 
@@ -133,10 +151,13 @@ checked_targets := targets
 
 # METADATA
 # title: duplicate target
-# description: Duplicate (value the name) for every targetJob name seen before, over all entries.
+# description: >-
+#   Duplicate (value the name) for every targetJob name seen before, over all entries. The pairwise search
+#   runs only when some name repeats (fewer distinct names than targets).
 violation contains v if {
 	checked
 	lookup.found
+	count({t.job | some t in targets}) < count(targets)
 	some i, t in targets
 	some j, seen in targets
 	j < i
@@ -163,7 +184,7 @@ violation contains v if {
 	lookup.found
 	some t in checked_targets
 	some name in names(t.initContainers)
-	not name in runtime.container_names(found, t.job)
+	not [t.job, name] in job_containers
 	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [t.job]))
 }
 
@@ -175,7 +196,7 @@ violation contains v if {
 	lookup.found
 	some t in checked_targets
 	some name in names(t.containers)
-	not name in runtime.container_names(found, t.job)
+	not [t.job, name] in job_containers
 	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [t.job]))
 }
 

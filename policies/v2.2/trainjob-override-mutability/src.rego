@@ -25,10 +25,6 @@ import data.lib.trainer.violations
 
 field := "spec.runtimePatches"
 
-default inventory := {}
-
-inventory := data.inventory
-
 # METADATA
 # title: overrides_changed
 # description: An UPDATE whose runtimePatches differ semantically (absent, null and [] are equal).
@@ -50,7 +46,7 @@ namespace := object.get(review.new_object, ["metadata", "namespace"], "")
 
 name := object.get(review.new_object, ["metadata", "name"], "")
 
-jobset_state := jobset.from_inventory(inventory, namespace, name)
+jobset_state := jobset.from_inventory(namespace, name)
 
 # METADATA
 # title: not suspended

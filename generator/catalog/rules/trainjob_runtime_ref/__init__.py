@@ -416,7 +416,7 @@ RULE = Rule(
         "Gatekeeper's sync (the bundle's SyncSet)."
     ),
     spec_section="E2-E5",
-    version="1.0.3",
+    version="1.0.4",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

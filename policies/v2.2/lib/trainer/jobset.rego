@@ -15,9 +15,12 @@ api_version := "jobset.x-k8s.io/v1alpha2"
 
 # METADATA
 # title: from_inventory
-# description: The state read from data.inventory (JobSets synced by Gatekeeper); a missing JobSet is inactive.
-from_inventory(inventory, namespace, name) := {"errors": [], "active": active_jobs(jobset)} if {
-	jobset := review.get(inventory, ["namespace", namespace, api_version, "JobSet", name], null)
+# description: >-
+#   The state read from data.inventory (JobSets synced by Gatekeeper); a missing JobSet is inactive. The
+#   JobSet is read by its own path: referencing the whole inventory would copy every synced object into
+#   each evaluation.
+from_inventory(namespace, name) := {"errors": [], "active": active_jobs(jobset)} if {
+	jobset := data.inventory.namespace[namespace][api_version].JobSet[name]
 	jobset != null
 } else := {"errors": [], "active": []}
 

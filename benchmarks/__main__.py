@@ -10,6 +10,8 @@ MODULES = [
     "benchmarks.policy_review",
     "benchmarks.budget_review",
     "benchmarks.provider_load",
+    "benchmarks.tls_handshake",
+    "benchmarks.granian_guarantees",
     "benchmarks.cli_startup",
 ]
 

@@ -37,6 +37,7 @@ lint: install
 
 bench: install
 	scripts/ensure-bench-tools.sh
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -11,6 +11,8 @@ MODULES = [
     "benchmarks.budget_review",
     "benchmarks.trainjob_review",
     "benchmarks.provider_load",
+    "benchmarks.tls_handshake",
+    "benchmarks.granian_guarantees",
     "benchmarks.cli_startup",
 ]
 

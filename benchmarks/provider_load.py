@@ -7,15 +7,20 @@ Servers (each its own process, pinned to CPU 0 with taskset; all TLS 1.3 with mT
   100k JobSets fit in a run);
 - `python-threaded-<ref>`: the previous server (http.server threads) from git `--compare-ref`, 10k only;
 - `go-provider`: benchmarks/go/provider, a stdlib Go provider with the same request/response/value;
-- `go-echo`: benchmarks/go/echo, a stdlib Go TLS 1.3 HTTP echo: the physical limit.
+- `go-echo`: benchmarks/go/echo, a stdlib Go TLS 1.3 HTTP echo: the physical limit;
+- candidates (`--candidates`, headline only): `granian-wsgi` and `granian-rsgi`, the provider's handler
+  served by granian (hyper + rustls) through benchmarks/granian_provider.py, one worker.
 Load: benchmarks/go/loadgen (compiled, pinned to CPU 1), closed loop, 8 workers: `newconn` opens a
 new TCP + TLS 1.3 connection with the client certificate per lookup (Gatekeeper's pattern; the
 request says `Connection: close` so every server closes after its answer) and `keepalive` keeps
 one connection per worker. Servers are measured in alternating rounds so each sees the same machine
 load; ratios are per round (min/median/max). Server CPU per request is the server process's
-utime+stime over the round. Results: benchmarks/results/provider_load.json.
+utime+stime over the round (with its child processes: granian serves from a worker process), RSS that
+of the process tree. Results: benchmarks/results/provider_load.json (`--output` names another file).
 
     python -m benchmarks.provider_load [--quick] [--rounds 3] [--seconds 4] [--compare-ref main]
+    python -m benchmarks.provider_load --headline-only --candidates wsgi rsgi \
+        --compare-ref '' --output provider_stack_choice     # the stack comparison http_server.py cites
 """
 
 from __future__ import annotations
@@ -122,18 +127,44 @@ class Server:
     first_answer_s: float = 0.0
     rounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
+    def pids(self) -> list[int]:
+        """The server process and its descendants (taskset execs in place; granian forks a worker)."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(parent, []).append(int(entry.name))
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def memory(self) -> dict[str, float]:
-        status = dict(
-            line.split(":", 1) for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines() if ":" in line
-        )
-        return {
-            "rss_mib": round(int(status["VmRSS"].split()[0]) / 1024, 1),
-            "peak_rss_mib": round(int(status["VmHWM"].split()[0]) / 1024, 1),
-        }
+        rss = peak = 0
+        for pid in self.pids():
+            try:
+                text = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            status = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+            rss += int(status.get("VmRSS", "0 kB").split()[0])
+            peak += int(status.get("VmHWM", "0 kB").split()[0])
+        return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(peak / 1024, 1)}
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -205,6 +236,37 @@ def serve_args(port: int, pki: Path) -> list[str]:
     ]
 
 
+def granian_command(interface: str, port: int, pki: Path) -> list[str]:
+    """granian serving benchmarks/granian_provider.py with the provider's certificates (TLS 1.3 is its minimum)."""
+    return [
+        sys.executable,
+        "-m",
+        "granian",
+        "--interface",
+        interface,
+        "--http",
+        "1",
+        "--workers",
+        "1",
+        "--host",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--ssl-certificate",
+        str(pki / "tls.crt"),
+        "--ssl-keyfile",
+        str(pki / "tls.key"),
+        "--ssl-protocol-min",
+        "tls1.3",
+        "--ssl-ca",
+        str(pki / "client-ca.crt"),
+        "--ssl-client-verify",
+        "--log-level",
+        "error",
+        f"benchmarks.granian_provider:{interface}",
+    ]
+
+
 def go_command(binary: Path, port: int, pki: Path, data: Path | None) -> list[str]:
     command = [
         str(binary),
@@ -241,6 +303,10 @@ def start_servers(
                 str(data),
             ]
             servers.append(start_server(name, command, port, pki, {**os.environ, "PYTHONPATH": str(old)}))
+            continue
+        elif name.startswith("granian-"):
+            command = granian_command(name.removeprefix("granian-"), port, pki)
+            servers.append(start_server(name, command, port, pki, {**env, "PROVIDER_BENCH_DATA": str(data)}))
             continue
         elif name == "go-provider":
             command = go_command(bins / "provider", port, pki, data)
@@ -329,7 +395,7 @@ def compare(servers: list[Server], mode: str, rounds: int, bins: Path, pki: Path
         if anchor not in per_server:
             continue
         for server in servers:
-            if server.name.startswith("python"):
+            if server.name.startswith(("python", "granian")):
                 mine, theirs = per_server[server.name], per_server[anchor]
                 ratios[f"{server.name}/{anchor}"] = {
                     "requests_per_s": spread(
@@ -374,6 +440,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         names = ["python", "python-watch-cache", "go-provider", "go-echo"]
         if args.compare_ref:
             names.insert(2, f"python-threaded-{args.compare_ref}")
+        names[2:2] = [f"granian-{interface}" for interface in args.candidates]
         servers = start_servers(names, data, pki, bins, work, args.compare_ref)
         try:
             for mode in ("newconn", "keepalive"):
@@ -383,7 +450,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for server in servers:
                 server.stop()
         # Matrix: sizes x batches, provider on both paths against the Go provider, one round each.
-        for size in args.sizes:
+        for size in [] if args.headline_only else args.sizes:
             data, keys = write_data(work, size)
             servers = start_servers(["python", "python-watch-cache", "go-provider"], data, pki, bins, work, None)
             try:
@@ -413,6 +480,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "tls": "TLS 1.3, mTLS (client certificate) on every server",
         "watch_cache_fed_by": "install_list from the same JSON (no kube-apiserver)",
         "go": subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip(),
+        "candidates": args.candidates,
     }
     result["targets"] = TARGETS
     result["met"] = verdict(result)
@@ -448,12 +516,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--compare-ref", default="main", help="git ref of the previous server to include ('' skips)")
+    parser.add_argument(
+        "--candidates",
+        nargs="*",
+        default=[],
+        choices=["wsgi", "rsgi"],
+        help="granian interfaces to add to the headline as candidate stacks (granian-wsgi, granian-rsgi)",
+    )
+    parser.add_argument("--headline-only", action="store_true", help="skip the sizes x batches matrix")
+    parser.add_argument("--output", default="provider_load", help="result name under benchmarks/results/")
     parser.add_argument("--quick", action="store_true", help="1 round, 1 s cells, sizes 1k/10k, batch 10")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.seconds, args.matrix_seconds, args.sizes, args.batches = 1, 2.0, 1.0, [1_000, 10_000], [10]
     result = run(args)
-    path = write_result("provider_load", result)
+    path = write_result(args.output, result)
     for mode, block in result["headline"].items():
         print(f"== {mode} (10k JobSets, 10 keys)")
         for name, s in block["servers"].items():

@@ -5,25 +5,47 @@ connection that runs TLS itself through `ssl.SSLObject` memory BIOs (so each con
 current, possibly reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with
 provider.http_request.
 
-Why, measured (benchmarks/provider_load.py, 2026-11-23, benchmarks/results/provider_stack_choice.json:
-10k JobSets, 10-key requests, TLS 1.3 with mTLS, server pinned to one core, Go load generator on the
-other; the machine was shared and busy, so compare within the run; medians of 3 alternating rounds):
+Why, measured (2026-11-23, 10k JobSets, 10-key requests, TLS 1.3 with mTLS on every server, server
+pinned to one core, Go load generator on the other; the 2 cores were shared with other agents' work
+(load average 5-9), so compare within a run; medians of 3 alternating rounds).
+`python -m benchmarks.provider_load --headline-only --candidates wsgi rsgi --compare-ref '' --output
+provider_stack_choice` (benchmarks/results/provider_stack_choice.json):
 
     server                       new mTLS connection per lookup      keep-alive
                                  lookups/s  CPU/lookup  vs Go        req/s  CPU/req  vs Go
-    this stack (asyncio)           151       2,125 us   0.46x        1,825   189 us  0.44x
-    same stack on uvloop           140       2,340 us   0.46x        1,771   188 us  0.40x
-    previous ThreadingHTTPServer   149       2,174 us   0.48x        1,695   176 us  0.38x
-    Go stdlib provider             307       1,110 us   1            4,279    83 us  1
-    Go TLS 1.3 echo                303       1,030 us                9,362    39 us
+    this stack (asyncio+OpenSSL)   162       2,329 us   0.42x        1,496   204 us  0.42x
+    granian 2.8.7, WSGI            425         822 us   1.15x        7,931   107 us  2.28x
+    granian 2.8.7, RSGI            419         981 us   1.19x        4,359   215 us  1.13x
+    Go stdlib provider             385       1,078 us   1            3,622   103 us  1
+    Go TLS 1.3 echo                338       1,007 us                8,760    44 us
 
-Per request the three Python stacks cost the same within noise: a lookup on a new connection is
-~90 % TLS handshake inside OpenSSL 3.0 (about twice Go's crypto/tls), and keep-alive requests are
-dominated by the same syscalls and JSON work in every stack; uvloop bought nothing measurable, so it
-is not a dependency. What decided the stack is control: Gatekeeper opens a new connection per lookup
+(An earlier run, provider_load.json, gave this stack 0.38-0.46x; the ratio moves with the machine's load.)
+Where the gap is: a lookup on a new connection is ~2/3 the TLS handshake inside OpenSSL 3.0, most of
+it the client certificate's verification. `python -m benchmarks.tls_handshake` (results/tls_handshake.json,
+server CPU per connection, sans-I/O, medians of 7 rounds): OpenSSL 3.0 P-256 2,650 us with mTLS and 1,161
+us without; Ed25519 2,920/1,324 (no better); RSA 2048 4,985/4,134 (twice the cost: `certs` issues P-256,
+keep it); 2 session tickets instead of none 5,106 us (`num_tickets = 0` is already set); the OpenSSL 4.0
+that the cryptography wheel bundles (through pyOpenSSL) 2,826/1,578 (no better). The SSLContext is built
+once per certificate change (ReloadingTLS), the files are stat'ed at most once a second, so there is no
+per-connection context or CA-store cost left to remove. No lever inside this stack closes the gap.
+
+Why not granian, though faster: it does not keep the guarantees below. `python -m
+benchmarks.granian_guarantees` (results/granian_guarantees.json; the same probe passes against this
+server): a silent TCP connection is never closed (no handshake deadline), a body that stops arriving
+is never timed out (its header read timeout covers heads only), there is no connection cap (356 of 356
+silent sockets stay open), duplicate Content-Length is answered 200, and the certificate is never
+reloaded (only a restart picks up rotated files). Its fast interface (WSGI) also cannot run in-process:
+`granian.server.embed` takes ASGI/RSGI only, and RSGI's keep-alive is no faster than this stack.
+Nor `rtls` 2026.9.21 (rustls behind the ssl module's `wrap_bio`, which would keep this server's
+connection handling): its server side never asks for a client certificate, so mTLS is silently off
+(tried as this server's TLS library, tests/provider/test_cli.py failed: a review made without a client
+certificate was answered).
+
+What decided the stack is therefore control: Gatekeeper opens a new connection per lookup
 and never closes it, so the server must own every connection from accept to close, with deadlines,
 a cap that idle sockets cannot exhaust and eviction, which one event loop and one connection table
-give directly (a thread per idle socket cannot be evicted from outside).
+give directly (a thread per idle socket cannot be evicted from outside). uvloop bought nothing
+measurable in an earlier run (same per-request cost), so it is not a dependency.
 
 Bounded connection handling (every connection, TLS or plain, main or health port):
 - one table of open connections, counted from the TCP accept (before the TLS handshake);

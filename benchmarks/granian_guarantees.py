@@ -32,8 +32,13 @@ from benchmarks.provider_load import (
     start_server,
     write_data,
 )
-from provider.certs import issue, make_ca
-from provider.http_server import HANDSHAKE_TIMEOUT_SECONDS, IDLE_TIMEOUT_SECONDS, MAX_CONNECTIONS, READ_TIMEOUT_SECONDS
+from kubeflow_trainer_policy_provider.certs import issue, make_ca
+from kubeflow_trainer_policy_provider.http_server import (
+    HANDSHAKE_TIMEOUT_SECONDS,
+    IDLE_TIMEOUT_SECONDS,
+    MAX_CONNECTIONS,
+    READ_TIMEOUT_SECONDS,
+)
 
 BODY = (
     b'{"apiVersion":"externaldata.gatekeeper.sh/v1beta1","kind":"ProviderRequest","request":{"keys":["bench-0/job-0"]}}'

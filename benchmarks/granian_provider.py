@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from provider.handler import ProviderHandler, provider_response
-from provider.sources import StaticJobSetSource
+from kubeflow_trainer_policy_provider.handler import ProviderHandler, provider_response
+from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 HANDLER = ProviderHandler(StaticJobSetSource(json.loads(Path(os.environ["PROVIDER_BENCH_DATA"]).read_text())["items"]))
 JSON = ("content-type", "application/json")

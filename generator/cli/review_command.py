@@ -159,10 +159,7 @@ def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dic
         timeouts = [p.timeout_seconds for p in policy_set.providers.values()]
         timeout = min(timeouts) if timeouts else DEFAULT_PROVIDER_TIMEOUT_SECONDS
         return HttpsProvider(args.provider_url, args.ca_file, timeout=timeout, client_cert=cert)
-    from kubeflow_trainer_policy_provider.handler import ProviderHandler
-    from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
-
-    return InProcessProvider(ProviderHandler(StaticJobSetSource(objects)).handle)
+    return InProcessProvider.serving(objects)
 
 
 def _check_provider_flags(args: argparse.Namespace) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +66,14 @@ class InProcessProvider:
 
     def __init__(self, handle: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]):
         self._handle = handle
+
+    @classmethod
+    def serving(cls, jobsets: Iterable[dict[str, Any]]) -> InProcessProvider:
+        """The provider's own request handler answering from these JobSets (as `provider serve --objects`)."""
+        from kubeflow_trainer_policy_provider.handler import ProviderHandler
+        from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
+
+        return cls(ProviderHandler(StaticJobSetSource(jobsets)).handle)
 
     def fetch(self, keys: list[str]) -> ProviderAnswer:
         status, body = self._handle(json.loads(json.dumps(provider_request(keys))))

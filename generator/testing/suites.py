@@ -25,8 +25,6 @@ from kubeflow_trainer_policy.gatekeeper.review import gator_request
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.testing.outcome import TestOutcome
 from kubeflow_trainer_policy_provider.documents import read_documents, read_single
-from kubeflow_trainer_policy_provider.handler import ProviderHandler
-from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
@@ -142,8 +140,8 @@ def _run_case(
         raise InputError(str(path), "required: a file path", field=f"{field}.object")
     request = gator_request(read_single(base / case["object"]))
     objects = [d.body for f in case.get("inventory") or [] for d in read_documents(base / f)]
-    handler = ProviderHandler(StaticJobSetSource(objects))
-    runner.external_data.providers = {p: InProcessProvider(handler.handle) for p in providers}
+    provider = InProcessProvider.serving(objects)
+    runner.external_data.providers = dict.fromkeys(providers, provider)
     runner.external_data.cache = ResponseCache()
     runner.set_objects(objects)
     result = runner.review(request)

@@ -13,8 +13,6 @@ from kubeflow_trainer_policy.gatekeeper.external_data import (
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy_provider.certs import make_ca
-from kubeflow_trainer_policy_provider.handler import ProviderHandler
-from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
 
@@ -40,7 +38,7 @@ class Clock:
 
 
 def in_process(objects: list[dict]) -> InProcessProvider:
-    return InProcessProvider(ProviderHandler(StaticJobSetSource(objects)).handle)
+    return InProcessProvider.serving(objects)
 
 
 @pytest.fixture

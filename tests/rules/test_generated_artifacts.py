@@ -87,7 +87,8 @@ def test_docs_link_only_files_in_the_repository():
     for page in [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"))]:
         text = page.read_text()
         assert "design.md" not in text and "Specification section" not in text, page
-        prose = re.sub(r"`[^`\n]*`", "", text)  # code spans hold regexes like `[a-z](...)`, not links
+        # Fenced blocks and code spans hold messages and regexes like `[a-z](...)`, not links.
+        prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
         for link in re.findall(r"\]\(([^)#:]+)\)", prose):
             assert (page.parent / link).exists(), f"{page}: {link}"
 

@@ -49,7 +49,7 @@ def render_tree(profiles: list[Profile], docs_profile: Profile, rules: Sequence[
     for rule in rules:
         tree.files[f"{DOCS}/{rule.id}.md"] = docs.rule_page(rule, generated_profiles(), docs_profile)
     tree.files[f"{DOCS}/README.md"] = docs.index_page(rules)
-    tree.files[README] = docs.readme_with_rule_table(_read(README), rules)
+    tree.files[README] = docs.readme_with_rule_table(_read(README), rules, generated_profiles())
     for profile in profiles:
         for path, text in gatekeeper.bundle_files(rules, profile).items():
             tree.files[f"{bundle_root(profile)}/{path}"] = text

@@ -22,7 +22,14 @@ from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.lint.modules import Module, data_ref_errors, load_groups
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
-from kubeflow_trainer_policy.render.docs import TABLE_BEGIN, TABLE_END, readme_with_rule_table, rule_table
+from kubeflow_trainer_policy.render.docs import (
+    PROFILE_TABLE_BEGIN,
+    PROFILE_TABLE_END,
+    TABLE_BEGIN,
+    TABLE_END,
+    readme_with_rule_table,
+    rule_table,
+)
 from kubeflow_trainer_policy.render.tree import render_tree
 
 PROFILES = [p.name for p in generated_profiles()]
@@ -63,7 +70,7 @@ def test_every_generated_file_says_it_is_generated():
     tree = render_tree(generated_profiles(), get_profile(UNIT_TEST_PROFILE))
     for path, text in tree.files.items():
         if path == "README.md":  # hand-written around a generated table, which says so itself
-            assert TABLE_BEGIN in text and TABLE_END in text
+            assert TABLE_BEGIN in text and TABLE_END in text and PROFILE_TABLE_BEGIN in text
             continue
         assert HEADER in "\n".join(text.splitlines()[:3]), path
 
@@ -76,6 +83,22 @@ def test_readme_rule_table_lists_every_rule_and_links_existing_pages():
         assert f"| `{rule.id}` |" in table
     for link in re.findall(r"\]\(([^)]+)\)", table):
         assert (PROJECT_ROOT / link).is_file(), link
+
+
+def test_readme_profile_table_lists_every_shipped_profile_and_links_its_bundle():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    table = readme[readme.index(PROFILE_TABLE_BEGIN) : readme.index(PROFILE_TABLE_END)]
+    shipped = sorted(path.name for path in (PROJECT_ROOT / "bundles/gatekeeper").iterdir() if path.is_dir())
+    listed = re.findall(r"^\| `(v[0-9.]+)`", table, flags=re.MULTILINE)
+    assert listed == shipped == [p.name for p in generated_profiles()]
+    for link in re.findall(r"\]\(([^)]+)\)", table):
+        assert (PROJECT_ROOT / link / "kustomization.yaml").is_file(), link
+
+
+def test_readme_without_profile_table_markers_is_refused():
+    readme = f"{TABLE_BEGIN}\n{TABLE_END}\n"
+    with pytest.raises(InputError, match=r"README\.md: the profile table markers are missing"):
+        readme_with_rule_table(readme, list(load_catalog()), generated_profiles())
 
 
 def test_readme_without_table_markers_is_refused():

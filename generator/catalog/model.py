@@ -151,6 +151,16 @@ class Rule:
     def package(self) -> str:
         return self.template_name
 
+    def operations_in(self, profile: Profile) -> tuple[str, ...]:
+        """The requests the rule judges in `profile`: `operations`, unless the rule's settings for that release
+        narrow them (an `operations` attribute, e.g. v2.0's name webhook judges CREATE only)."""
+        narrowed = getattr(self.settings.get(profile.name), "operations", None)
+        return tuple(narrowed) if narrowed else self.operations
+
+    def rego_operations(self, profile: Profile) -> str:
+        """`operations_in(profile)` as a Rego set literal, for `review.applies_to(...)` in templates."""
+        return "{" + ", ".join(f'"{op}"' for op in self.operations_in(profile)) + "}"
+
     def default_parameters(self) -> dict[str, Json]:
         return {p.name: p.default for p in self.parameters if p.default is not None}
 

@@ -6,7 +6,7 @@ import json
 
 from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.profiles import DEFAULT_PROFILE, Profile
+from kubeflow_trainer_policy.profiles import DEFAULT_PROFILE, Profile, generated_profiles
 from kubeflow_trainer_policy.render.header import header
 from kubeflow_trainer_policy.render.yaml_text import dump
 
@@ -94,7 +94,7 @@ def rule_page(rule: Rule, profiles: list[Profile], default: Profile) -> str:
         "## Applies to",
         "",
         f"- Kinds: {kinds}",
-        f"- Operations: {', '.join(rule.operations)}",
+        f"- Operations: {operations_text(rule, profiles)}",
         f"- Data: {'; '.join(data) if data else 'the request only'}",
         "- Bundles: " + ", ".join(f"`bundles/gatekeeper/{p.name}/{rule.id}/`" for p in profiles),
         "",
@@ -140,12 +140,21 @@ TABLE_BEGIN = (
 TABLE_END = "<!-- end of rule table -->"
 
 
+def operations_text(rule: Rule, profiles: list[Profile]) -> str:
+    """The requests the rule judges, with the profiles that judge fewer: `CREATE, UPDATE (v2.0: CREATE)`."""
+    text = ", ".join(rule.operations)
+    narrower = [
+        f"{p.name}: {', '.join(rule.operations_in(p))}" for p in profiles if rule.operations_in(p) != rule.operations
+    ]
+    return f"{text} ({'; '.join(narrower)})" if narrower else text
+
+
 def rule_table(rules: list[Rule]) -> str:
     """The README's table of rules: one row per rule, linking its page."""
     rows = ["| rule | kinds | requests | page |", "|---|---|---|---|"]
     for rule in rules:
         kinds = ", ".join(kind for m in rule.match for kind in m.kinds)
-        operations = ", ".join(rule.operations)
+        operations = operations_text(rule, generated_profiles())
         page = f"docs/policies/{rule.id}.md"
         rows.append(f"| `{rule.id}` | {kinds} | {operations} | [{page}]({page}) |")
     return "\n".join(rows) + "\n"

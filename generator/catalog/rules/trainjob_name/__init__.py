@@ -15,6 +15,11 @@ class NameSettings:
     check: Literal["webhook", "cel"]
     """`webhook` (v2.0: DNS-1035 details, CREATE) or `cel` (v2.1+: the CRD's two CEL messages)."""
 
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """v2.0's webhook validates the name on create only; the CRD's CEL rules run on every write."""
+        return ("CREATE",) if self.check == "webhook" else ("CREATE", "UPDATE")
+
 
 SETTINGS = {
     "v2.0": NameSettings(check="webhook"),

@@ -49,3 +49,22 @@ def test_the_static_source_keeps_answers_not_objects() -> None:
     assert busy.jobset is None and idle.jobset is None  # the objects are gone
     assert source.lookup("team-a", "j3") is busy  # equal answers are one shared object
     assert not source.lookup("team-a", "absent").found
+
+
+def test_json_numbers_are_read_as_kubernetes_decodes_them(tmp_path: Path) -> None:
+    # apimachinery: an integer that fits int64 stays an integer, any other number is a float64 (and OPA then
+    # prints an integral float below 1e6 as an integer); each literal kind goes through its own hook.
+    path = tmp_path / "numbers.json"
+    path.write_text(
+        '{"kind": "Numbers", "min": -9223372036854775808, "max": 9223372036854775807, "over": 9223372036854775808,'
+        ' "big": 12345678901234567890, "two": 2.0, "half": 0.5, "exp": 1e3, "million": 1e6}'
+    )
+    [doc] = read_documents(path)
+    body = doc.body
+    assert body["min"] == -(2**63) and isinstance(body["min"], int)
+    assert body["max"] == 2**63 - 1 and isinstance(body["max"], int)
+    assert body["over"] == 9.223372036854776e18 and isinstance(body["over"], float)
+    assert body["big"] == 1.2345678901234567e19 and isinstance(body["big"], float)
+    assert body["two"] == 2 and isinstance(body["two"], int)
+    assert body["half"] == 0.5 and body["exp"] == 1000 and isinstance(body["exp"], int)
+    assert body["million"] == 1e6 and isinstance(body["million"], float)

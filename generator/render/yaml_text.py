@@ -44,12 +44,14 @@ def block_scalar_fits(value: str) -> bool:
 
 
 def block_scalar(value: str, indent: int) -> str:
-    """The header (`|`, `|-`, `|+`, with an indentation indicator when the text starts with a space) and the
-    lines of a literal block scalar whose content is indented by `indent` spaces."""
+    """The header (`|`, `|-`, `|+`, with an indentation indicator when the first non-empty line starts with a
+    space, since YAML takes the content's indentation from that line) and the lines of a literal block scalar
+    whose content is indented by `indent` spaces."""
     body = value.rstrip("\n")
     trailing = len(value) - len(body)
     chomping = "-" if trailing == 0 else ("" if trailing == 1 else "+")
-    indicator = "2" if body.split("\n", 1)[0].startswith(" ") else ""
+    first_text_line = next(line for line in body.split("\n") if line)
+    indicator = "2" if first_text_line.startswith(" ") else ""
     lines = [(" " * indent + line) if line else "" for line in body.split("\n")]
     lines += [""] * (trailing - 1)
     return f"|{indicator}{chomping}\n" + "\n".join(lines)

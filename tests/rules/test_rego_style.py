@@ -161,6 +161,12 @@ def test_multi_line_strings_with_tabs_become_literal_block_scalars():
     assert not block_scalar_fits("a\n \nb\n")  # a whitespace-only line cannot be told from a blank one
 
 
+def test_block_scalar_after_leading_blank_lines_keeps_the_first_texts_leading_space():
+    # YAML takes a block's indentation from its first non-empty line, so that line decides the indicator.
+    for value in ["\n :", "\n\n  a\nb\n", "\n x\n"]:
+        assert yaml.safe_load(dump({"k": value, "s": [value]})) == {"k": value, "s": [value]}
+
+
 # --- the style checks catch what they claim to --------------------------------------------------------------
 
 FORMATTED = """# METADATA

@@ -8,9 +8,11 @@ sees the same machine load; the ratio to a bare interpreter is reported per roun
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,18 +32,22 @@ def _trainer_policy() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "kubeflow_trainer_policy.cli.main"]
 
 
-COMMANDS: dict[str, tuple[list[str], int]] = {
-    "python_pass": ([sys.executable, "-c", "pass"], 0),
-    "help": ([*_trainer_policy(), "--help"], 0),
-    "review_denied": ([*_trainer_policy(), "review", str(REVIEW), "--objects", str(INVENTORY)], 1),
-    "review_allowed_json": ([*_trainer_policy(), "review", str(REVIEW), "-o", "json"], 0),
+_REVIEW_DENIED = [*_trainer_policy(), "review", str(REVIEW), "--objects", str(INVENTORY)]
+COMMANDS: dict[str, tuple[list[str], int, dict[str, str]]] = {
+    "python_pass": ([sys.executable, "-c", "pass"], 0, {}),
+    "help": ([*_trainer_policy(), "--help"], 0, {}),
+    "review_denied": (_REVIEW_DENIED, 1, {}),
+    "review_allowed_json": ([*_trainer_policy(), "review", str(REVIEW), "-o", "json"], 0, {}),
+    "review_denied_uncached": (_REVIEW_DENIED, 1, {"TRAINER_POLICY_CACHE_DIR": ""}),
 }
-"""name -> (argv, expected exit code): a run with another exit code is a failed benchmark, not a figure."""
+"""name -> (argv, expected exit code, environment): a run with another exit code is a failed benchmark, not a
+figure. Reviews use a fact cache of the benchmark's own (filled by the warm-up run, as a user's is after the
+first review); `_uncached` turns it off and parses every template module in every process."""
 
 
-def _run_once(argv: list[str], expected: int) -> float:
+def _run_once(argv: list[str], expected: int, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, cwd=PROJECT_ROOT, timeout=120)
+    proc = subprocess.run(argv, capture_output=True, cwd=PROJECT_ROOT, timeout=120, env={**os.environ, **env})
     elapsed = time.perf_counter() - start
     if proc.returncode != expected:
         raise RuntimeError(f"{argv} exited {proc.returncode}, expected {expected}: {proc.stderr.decode()[-500:]}")
@@ -49,14 +55,27 @@ def _run_once(argv: list[str], expected: int) -> float:
 
 
 def measure() -> dict[str, object]:
-    for argv, expected in COMMANDS.values():  # warm the page cache and .pyc files
-        _run_once(argv, expected)
+    previous = os.environ.get("TRAINER_POLICY_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="cli-startup-facts-") as cache:
+        os.environ["TRAINER_POLICY_CACHE_DIR"] = cache
+        try:
+            return _measure()
+        finally:
+            if previous is None:
+                del os.environ["TRAINER_POLICY_CACHE_DIR"]
+            else:
+                os.environ["TRAINER_POLICY_CACHE_DIR"] = previous
+
+
+def _measure() -> dict[str, object]:
+    for argv, expected, env in COMMANDS.values():  # warm the page cache, .pyc files and the fact cache
+        _run_once(argv, expected, env)
     samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
     ratios: dict[str, list[float]] = {name: [] for name in COMMANDS if name != "python_pass"}
     for _ in range(ROUNDS):
         round_medians = {}
-        for name, (argv, expected) in COMMANDS.items():
-            runs = [_run_once(argv, expected) for _ in range(RUNS_PER_ROUND)]
+        for name, (argv, expected, env) in COMMANDS.items():
+            runs = [_run_once(argv, expected, env) for _ in range(RUNS_PER_ROUND)]
             samples[name] += runs
             round_medians[name] = statistics.median(runs)
         for name in ratios:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflow_trainer_policy.engine.embedded import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.fact_cache import FactCache, cache_dir
 from kubeflow_trainer_policy.errors import EngineError
 
 _PARSE = "m := rego.parse_module(input.file, input.source)"
@@ -21,14 +22,51 @@ class ModuleFacts:
     calls: frozenset[str] = frozenset()
     """Names of every function called, builtins included (`external_data`, `object.get`, `lib.f`...)."""
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "rule_names": sorted(self.rule_names),
+            "data_refs": sorted(self.data_refs),
+            "calls": sorted(self.calls),
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> ModuleFacts | None:
+        """None unless `body` is what as_json wrote."""
+        lists = [body.get(key) for key in ("rule_names", "data_refs", "calls")]
+        if not isinstance(body.get("package"), str):
+            return None
+        if not all(isinstance(v, list) and all(isinstance(s, str) for s in v) for v in lists):
+            return None
+        rule_names, data_refs, calls = (frozenset(v) for v in lists)  # type: ignore[arg-type]
+        return cls(package=body["package"], rule_names=rule_names, data_refs=data_refs, calls=calls)
+
 
 class RegoParser:
-    """Parses modules in an engine of its own, so a bad module never poisons a policy engine."""
+    """Parses modules in an engine of its own, so a bad module never poisons a policy engine.
 
-    def __init__(self) -> None:
+    Facts depend on the source alone, so each distinct source is parsed once: templates ship the same libs
+    (a profile's 12 templates hold 48 modules, 21 of them distinct), and parsing is most of a review's start-up.
+    A source that fails to parse is not remembered, so its error always names the file it came from. Facts are
+    also kept on disk between processes (engine/fact_cache.py), as review runs once per manifest in CI loops."""
+
+    def __init__(self, cache: FactCache | None = None) -> None:
         self._engine: EmbeddedOpaEngine | None = None
+        self._facts: dict[str, ModuleFacts] = {}
+        self._cache = cache if cache is not None else FactCache(cache_dir())
 
     def parse(self, file: str, source: str) -> ModuleFacts:
+        facts = self._facts.get(source)
+        if facts is None:
+            stored = self._cache.get(source)
+            facts = ModuleFacts.from_json(stored) if stored is not None else None
+            if facts is None:
+                facts = self._parse(file, source)
+                self._cache.put(source, facts.as_json())
+            self._facts[source] = facts
+        return facts
+
+    def _parse(self, file: str, source: str) -> ModuleFacts:
         if self._engine is None:
             self._engine = EmbeddedOpaEngine()
         try:

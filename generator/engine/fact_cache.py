@@ -1,0 +1,82 @@
+"""Module facts kept on disk between processes, keyed by the module's source.
+
+Parsing a template's Rego with OPA's parser is most of a `trainer-policy review` process's start-up
+(about 10 ms a module; a profile ships 21 distinct modules), and users run review in CI loops over
+many manifests with the same templates. A fact depends only on the source text, the engine's version
+and how facts are read from the AST, so all three make the key: a changed module, a reinstalled engine or
+a new extraction never meets an old entry.
+
+`TRAINER_POLICY_CACHE_DIR` names the folder; set to an empty string it turns the cache off. The
+default is `$XDG_CACHE_HOME/kubeflow-trainer-policy/facts` (`~/.cache/...`). The cache is an
+optimisation only: an entry that is missing, unreadable or malformed is parsed again, a folder that
+cannot be written is skipped silently, and modules that do not parse are never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+ENV_VAR = "TRAINER_POLICY_CACHE_DIR"
+FACTS_FORMAT = "1"
+"""Bump when rego_ast reads different facts from the same AST."""
+
+
+def cache_dir() -> Path | None:
+    configured = os.environ.get(ENV_VAR)
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kubeflow-trainer-policy" / "facts"
+
+
+def _engine_identity() -> str:
+    """The embedded engine's library file by size and modification time: any reinstall or upgrade changes it
+    (cheaper than importlib.metadata, which scans every installed distribution)."""
+    import opa_bindings
+
+    library = Path(opa_bindings.__file__).with_name("libopabridge.so")
+    try:
+        stat = library.stat()
+    except OSError:
+        return "unknown"
+    return f"{library}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+class FactCache:
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._salt = f"{FACTS_FORMAT}\0{_engine_identity()}\0".encode()
+
+    def _path(self, source: str) -> Path:
+        assert self.folder is not None
+        return self.folder / (hashlib.sha256(self._salt + source.encode()).hexdigest() + ".json")
+
+    def get(self, source: str) -> dict[str, Any] | None:
+        """The stored JSON object for `source`, or None (absent, unreadable, not an object)."""
+        if self.folder is None:
+            return None
+        try:
+            body = json.loads(self._path(source).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    def put(self, source: str, body: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        with suppress(OSError):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.folder, prefix=".fact.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(body, handle)
+                os.replace(temporary, self._path(source))
+            finally:
+                with suppress(FileNotFoundError):
+                    os.unlink(temporary)

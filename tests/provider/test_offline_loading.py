@@ -68,3 +68,16 @@ def test_json_numbers_are_read_as_kubernetes_decodes_them(tmp_path: Path) -> Non
     assert body["two"] == 2 and isinstance(body["two"], int)
     assert body["half"] == 0.5 and body["exp"] == 1000 and isinstance(body["exp"], int)
     assert body["million"] == 1e6 and isinstance(body["million"], float)
+
+
+def test_json_without_long_integers_reads_the_same_numbers(tmp_path: Path) -> None:
+    # Without a run of 19 digits no integer can leave int64, so json's own integer path is used: the values and
+    # their types are those of the hooked path. An 18-digit integer and a 19-digit uid in a string are both cases.
+    text = '{"kind": "Numbers", "a": 999999999999999999, "b": -7, "two": 2.0, "uid": "%s", "n": [1, 2.5]}'
+    short, long = tmp_path / "short.json", tmp_path / "long.json"
+    short.write_text(text % "123456789012345678")
+    long.write_text(text % "1234567890123456789")
+    [fast], [hooked] = read_documents(short), read_documents(long)
+    assert fast.body == {**hooked.body, "uid": "123456789012345678"}
+    assert fast.body["a"] == 999999999999999999 and isinstance(fast.body["a"], int)
+    assert fast.body["two"] == 2 and isinstance(fast.body["two"], int) and fast.body["n"] == [1, 2.5]

@@ -1,6 +1,6 @@
 """`trainer-policy review` of one sample as a whole process, against `python -c pass` in the same run.
 
-Target (design.md, issue 13): one review < 0.35 s. Users run review in CI loops over many manifests,
+Target (issue 13): one review < 0.35 s. Users run review in CI loops over many manifests,
 so the fixed cost of a process (interpreter, imports, loading the profile's constraints, compiling
 its templates) is what they pay. The processes are run in interleaved rounds so that every command
 sees the same machine load; the ratio to a bare interpreter is reported per round.

@@ -89,7 +89,7 @@ def _jobset() -> dict[str, Any]:
 
 def cluster(count: int) -> list[dict[str, Any]]:
     """What the bundle reads: the TrainJob's JobSet (inactive) and its runtime, one replicated job per override
-    (the overrides target distinct jobs; design.md's scale grows overrides and replicated jobs together)."""
+    (the overrides target distinct jobs; the design's scale grows overrides and replicated jobs together)."""
     return [_jobset(), runtime("torch-distributed", [job(f"job-{i}", containers=["node"]) for i in range(count)])]
 
 
@@ -182,7 +182,7 @@ def one_override() -> dict[str, Any]:
 
 
 def targets(results: dict[str, Any], growth: dict[str, float]) -> dict[str, Any]:
-    """design.md: median within 2x of the trivial template, p99 under 1 ms (one override), growth at most linear."""
+    """Target: median within 2x of the trivial template, p99 under 1 ms (one override), growth at most linear."""
     first = str(OVERRIDE_COUNTS[0])
     linear_bound = OVERRIDE_COUNTS[-1] / OVERRIDE_COUNTS[0]
     return {

@@ -1,4 +1,5 @@
-"""Evaluates one admission request the way Gatekeeper does, with one engine per template."""
+"""Evaluates one admission request the way Gatekeeper does: every template compiled alone (as Gatekeeper compiles
+each), all of them evaluated together in one engine."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from kubeflow_trainer_policy.admission import inventory_document
 from kubeflow_trainer_policy.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
+from kubeflow_trainer_policy.engine.fact_cache import FactCache, cache_dir
 from kubeflow_trainer_policy.errors import EngineError, TemplateError
 from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
 from kubeflow_trainer_policy.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
@@ -95,6 +97,16 @@ class CompiledTemplate:
 
     def close(self) -> None:
         self.engine.close()
+
+
+_COMPILED = {"compiles_alone": True}
+
+
+def _compile_alone_key(template: ConstraintTemplate, external_data: bool) -> str:
+    """Fact cache key of "these modules compile in an engine of their own" (see CompiledTemplate)."""
+    parts = ["compiles-alone", f"external_data={external_data}"]
+    parts += [f"{module.path}\0{module.source}" for module in template.modules]
+    return "\0\0".join(parts)
 
 
 def is_violation(item: Any) -> bool:
@@ -188,11 +200,18 @@ class GatekeeperRunner:
         self.policy_set = policy_set
         self.external_data = ExternalData(providers or {}, cache if cache is not None else ResponseCache())
         builtin = self.external_data if external_data else None
+        self._builtin = builtin
         self.compiled: dict[str, CompiledTemplate] = {}
         self.combined: CombinedTemplates | None = None
+        facts = FactCache(cache_dir())
         try:
             for kind, template in policy_set.templates.items():
-                self.compiled[kind] = CompiledTemplate(template, builtin)
+                # Gatekeeper compiles each template alone; a module set known to have compiled alone (with the
+                # same builtins and engine) gets its own engine only when a review needs it.
+                key = _compile_alone_key(template, external_data)
+                if facts.get(key) != _COMPILED:
+                    self.compiled[kind] = CompiledTemplate(template, builtin)
+                    facts.put(key, _COMPILED)
         except TemplateError:
             self.close()
             raise
@@ -244,8 +263,18 @@ class GatekeeperRunner:
             self._add_violations(constraint, items, result)
         return True
 
+    def _compiled(self, kind: str) -> CompiledTemplate:
+        compiled = self.compiled.get(kind)
+        if compiled is None:
+            compiled = self.compiled[kind] = CompiledTemplate(self.policy_set.templates[kind], self._builtin)
+        return compiled
+
     def _evaluate(self, constraint: Constraint, review: dict[str, Any], result: ReviewResult) -> None:
-        compiled = self.compiled[constraint.kind]
+        try:
+            compiled = self._compiled(constraint.kind)
+        except TemplateError as exc:
+            result.errors.append(str(exc))
+            return
         try:
             found, prints = compiled.violations(review, constraint.parameters, self.inventory)
         except TemplateError as exc:
@@ -255,13 +284,13 @@ class GatekeeperRunner:
         self._add_violations(constraint, found, result)
 
     def _add_violations(self, constraint: Constraint, found: list[dict[str, Any]], result: ReviewResult) -> None:
-        compiled = self.compiled[constraint.kind]
+        template = self.policy_set.templates[constraint.kind]
         for item in found:
             result.violations.append(
                 Violation(
                     constraint=constraint.name,
                     constraint_kind=constraint.kind,
-                    template=compiled.template.name,
+                    template=template.name,
                     enforcement_action=constraint.enforcement_action,
                     msg=item["msg"],
                     details=item.get("details", {}),

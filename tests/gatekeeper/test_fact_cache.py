@@ -80,3 +80,48 @@ def test_the_folder_comes_from_the_environment_and_empty_turns_it_off(monkeypatc
     monkeypatch.delenv(ENV_VAR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_dir() == tmp_path / "xdg" / "kubeflow-trainer-policy" / "facts"
+
+
+# --- templates known to compile alone get their own engine only when a review needs it ------------------------
+
+
+def _runner_files(tmp_path: Path) -> list[Path]:
+    from tests.gatekeeper.helpers import FIXTURES
+
+    return [FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"]
+
+
+def test_a_second_runner_compiles_templates_alone_only_when_needed(tmp_path, monkeypatch):
+    from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+    from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+    from tests.gatekeeper.helpers import request, trainjob
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "facts"))
+    policy_set = load_policy_set(_runner_files(tmp_path))
+    with GatekeeperRunner(policy_set) as first:
+        assert set(first.compiled) == set(policy_set.templates)  # each compiled alone, as Gatekeeper does
+        expected = first.review(request("CREATE", trainjob(labels={})))
+    with GatekeeperRunner(load_policy_set(_runner_files(tmp_path))) as second:
+        assert second.compiled == {}
+        result = second.review(request("CREATE", trainjob(labels={})))
+        assert second.compiled == {}  # the shared engine answered
+        assert result == expected and result.violations
+        second.combined = None  # as when templates cannot share an engine: each is evaluated alone
+        assert second.review(request("CREATE", trainjob(labels={}))) == expected
+        assert {v.constraint_kind for v in expected.violations} <= set(second.compiled) <= set(policy_set.templates)
+
+
+def test_the_compile_check_is_per_builtin_set(tmp_path, monkeypatch):
+    from kubeflow_trainer_policy.errors import TemplateError
+    from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+    from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "facts"))
+    policy_set = load_policy_set(_runner_files(tmp_path))
+    with GatekeeperRunner(policy_set, external_data=True):
+        pass
+    # Compiled with external_data registered is not compiled as gator loads templates (without it).
+    with pytest.raises(
+        TemplateError, match=r"k8sexternalecho: Rego does not compile: .*undefined function external_data"
+    ):
+        GatekeeperRunner(policy_set, external_data=False)

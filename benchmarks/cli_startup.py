@@ -22,6 +22,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
 REVIEW = SAMPLES / "gate-change-while-jobset-active.yaml"
 INVENTORY = SAMPLES / "gate-change-while-jobset-active-inventory.yaml"
+ALLOWED = SAMPLES / "kueue-3-unsuspend.yaml"
+"""Admitted by every rule of the profile: its inventory holds the TrainJob's runtime and JobSet."""
+ALLOWED_INVENTORY = SAMPLES / "kueue-3-unsuspend-inventory.yaml"
 TARGET_SECONDS = 0.35
 ROUNDS = 7
 RUNS_PER_ROUND = 3
@@ -37,7 +40,11 @@ COMMANDS: dict[str, tuple[list[str], int, dict[str, str]]] = {
     "python_pass": ([sys.executable, "-c", "pass"], 0, {}),
     "help": ([*_trainer_policy(), "--help"], 0, {}),
     "review_denied": (_REVIEW_DENIED, 1, {}),
-    "review_allowed_json": ([*_trainer_policy(), "review", str(REVIEW), "-o", "json"], 0, {}),
+    "review_allowed_json": (
+        [*_trainer_policy(), "review", str(ALLOWED), "--objects", str(ALLOWED_INVENTORY), "-o", "json"],
+        0,
+        {},
+    ),
     "review_denied_uncached": (_REVIEW_DENIED, 1, {"TRAINER_POLICY_CACHE_DIR": ""}),
 }
 """name -> (argv, expected exit code, environment): a run with another exit code is a failed benchmark, not a

@@ -32,8 +32,11 @@ INSTALLS = [None, EXTERNAL_DATA_VARIANT]
 """The bundle with every rule, and its variant whose override-mutability rule asks the provider."""
 
 
-def _files(profile: str) -> list[Path]:
-    return sorted(SHIPPED.joinpath(profile).glob("*.yaml"))
+def _folders(profile: str) -> list[Path]:
+    """The profile's folder, then each subfolder: one cluster each (a subfolder holds other versions of runtimes
+    the folder has, which a cluster cannot hold twice)."""
+    top = SHIPPED / profile
+    return [top, *sorted(d for d in top.iterdir() if d.is_dir())]
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -57,14 +60,14 @@ def _trainjob_on(rt: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def shipped(profile: str) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
-    """(runtimes, [(label, object)]): every shipped runtime and TrainJob of the profile, plus a minimal TrainJob on
+def shipped(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
+    """(runtimes, [(label, object)]): every shipped runtime and TrainJob of one folder, plus a minimal TrainJob on
     each runtime."""
     runtimes: list[dict[str, Any]] = []
     objects: list[tuple[str, dict[str, Any]]] = []
-    for path in _files(profile):
+    for path in sorted(folder.glob("*.yaml")):
         for doc in _documents(path):
-            objects.append((f"{path.name}: {doc['kind']}/{doc['metadata']['name']}", doc))
+            objects.append((f"{path.relative_to(SHIPPED)}: {doc['kind']}/{doc['metadata']['name']}", doc))
             if doc["kind"] in RUNTIME_KINDS:
                 runtimes.append(doc)
     for rt in runtimes:
@@ -103,15 +106,18 @@ def _denials(
 def test_shipped_manifests_are_admitted(profile: str, variant: str | None):
     """CREATE, an unchanged re-apply (UPDATE) and audit of each shipped object, with the runtimes synced, under
     every Constraint of the install (the templates' default parameters)."""
-    runtimes, objects = shipped(profile)
-    with GatekeeperRunner(bundle(profile, variant), {}, objects=runtimes) as runner:
-        denials = _denials(runner, objects)
+    denials = {}
+    with GatekeeperRunner(bundle(profile, variant), {}) as runner:
+        for folder in _folders(profile):
+            runtimes, objects = shipped(folder)
+            runner.set_objects(runtimes)
+            denials |= _denials(runner, objects)
     assert denials == {}, "\n".join(f"{label}:\n  " + "\n  ".join(msgs) for label, msgs in denials.items())
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_each_profile_holds_the_shipped_runtimes_and_trainjobs(profile: str):
-    runtimes, objects = shipped(profile)
+    runtimes, objects = shipped(SHIPPED / profile)
     names = {r["metadata"]["name"] for r in runtimes}
     # Every release ships these; the fixtures may not shrink to nothing unnoticed.
     assert {"torch-distributed", "deepspeed-distributed", "mlx-distributed"} <= names, names
@@ -125,9 +131,11 @@ def test_each_profile_holds_the_shipped_runtimes_and_trainjobs(profile: str):
 
 def test_readme_gives_the_source_of_every_fixture():
     readme = (SHIPPED / "README.md").read_text(encoding="utf-8")
-    for profile in PROFILES:
-        for path in _files(profile):
-            assert f"`{profile}/{path.name}`" in readme, f"{profile}/{path.name} has no source in the README"
+    files = sorted(SHIPPED.rglob("*.yaml"))
+    assert {f.relative_to(SHIPPED).parts[0] for f in files} == set(PROFILES)
+    for path in files:
+        name = path.relative_to(SHIPPED).as_posix()
+        assert f"`{name}`" in readme, f"{name} has no source in the README"
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -135,7 +143,7 @@ def test_the_same_review_denies_a_broken_copy(profile: str):
     """The admissions above are not vacuous: the same reviews deny a TrainJob whose runtime is not synced and a
     shipped runtime whose initializer runs two replicas (with upstream's skip label removed). CREATE and audit:
     whether a runtime UPDATE is validated differs between releases (docs/upstream/trainjob-admission.md)."""
-    runtimes, _ = shipped(profile)
+    runtimes, _ = shipped(SHIPPED / profile)
     rt = copy.deepcopy(
         next(r for r in runtimes if r["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] == "dataset-initializer")
     )

@@ -1,0 +1,435 @@
+"""Kubeflow Trainer's own webhook test tables, replayed through each profile's whole bundle.
+
+Each param is one case of an upstream table (its id: profile, upstream file, table, case name), translated from the
+testing wrappers (pkg/util/testing/wrapper.go) into the objects the API server would send, with the runtime(s) the
+webhook would have looked up in the inventory. The expected violations are upstream's field errors (path, type,
+detail) as this project renders them (`<field>: <Type>: <detail>`, what `trainer-policy review` prints), plus what
+other upstream mechanisms (the CRD's CEL rules, which the plugin unit tests never run) would say about the same
+request. Where this project deliberately differs from upstream, the case says so and cites the rule's docs.
+
+Upstream sources (kubeflow/trainer; the index exposes no tags, so each profile's snapshot is chosen by content
+as in docs/upstream/trainjob-admission.md §1 and §7):
+
+  v2.3  pkg/runtime/framework/plugins/jobset/jobset_test.go TestValidate: index id 61955559222 (RuntimePatches,
+        old-or-new suspend rule `... suspended before or after the update`, the atomic-update cases). That file is
+        newer than v2.3.0: it also has the volumeMount/volumeClaimPolicies initializer cases, whose check
+        (`must have volumeMount with name - initializer ...`) is absent from the v2.3-era jobset.go
+        (panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce), so those four cases are not replayed.
+  v2.2  pkg/runtime/framework/plugins/jobset/jobset_test.go TestValidate @ fba75718da8c67764856e69721dfee97a955998b
+        (RuntimePatches, new-object suspend rule `RuntimePatches can only be modified when the TrainJob is suspended`).
+
+Translation of the plugin tables (TestValidate of a framework plugin): upstream passes the runtime template
+directly as `info.TemplateSpec.ObjApply`; here that template is the ClusterTrainingRuntime `test-runtime` in the
+inventory and the TrainJob references it (runtimeRef with the CRD's defaults for kind and apiGroup), which is what
+the webhook looks up before calling the plugin. `clientErr: NotFound` is "no JobSet in the inventory"; a
+`clientErr` of any other kind is a provider failure in the external-data variant (the synced variant has no
+lookup that can fail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
+from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy_provider.documents import Document
+from tests.rules.helpers import review_cli, runner_review
+
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+RUNTIME = "test-runtime"
+JOBSET_PLUGIN = "pkg/runtime/framework/plugins/jobset/jobset_test.go"
+
+CEL = "the CRD's CEL rule (pkg/apis/trainer/v1alpha1/trainjob_types.go); the plugin test calls Validate directly"
+
+
+@dataclass(frozen=True)
+class Err:
+    """One violation: the constraint (rule id) that reports it and upstream's field error."""
+
+    rule: str
+    field: str
+    type: str
+    detail: str
+
+    @property
+    def msg(self) -> str:
+        return f"{self.field}: {self.type}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    profile: str
+    source: str
+    """upstream file and table, e.g. `pkg/.../jobset_test.go TestValidate`"""
+    name: str
+    """upstream's case name"""
+    new: dict[str, Any] | None
+    old: dict[str, Any] | None = None
+    cluster: tuple[dict[str, Any], ...] = ()
+    expected: tuple[Err, ...] = ()
+    """upstream's expected errors, as this project renders them"""
+    also: tuple[Err, ...] = ()
+    """what the same request meets elsewhere upstream (CRD CEL) and the bundle's other rules therefore report"""
+    provider_error: str | None = None
+    """the JobSet lookup fails with this error (external-data variant)"""
+
+    @property
+    def operation(self) -> str:
+        return "UPDATE" if self.old is not None else "CREATE"
+
+    @property
+    def id(self) -> str:
+        return f"{self.profile}-{self.source.split('/')[-1]}-{self.name}"
+
+
+# --- objects, as the wrappers build them and the API server (CRD defaults) hands them over ----------------------
+
+
+def trainjob(
+    name: str = "test",
+    namespace: str = "default",
+    *,
+    runtime: str | None = RUNTIME,
+    kind: str = "ClusterTrainingRuntime",
+    suspend: bool | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """MakeTrainJobWrapper(namespace, name): an empty spec. The plugin tables set no runtimeRef; the webhook needs
+    one to find the template they pass as `info`, so it names `test-runtime` with the CRD's defaults."""
+    body: dict[str, Any] = {}
+    if runtime is not None:
+        body["runtimeRef"] = {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": kind}
+    if suspend is not None:
+        body["suspend"] = suspend
+    body.update(spec or {})
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
+
+
+def rjob(name: str, containers: list[dict[str, Any]] | None = None, init: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    pod: dict[str, Any] = {"containers": containers if containers is not None else []}
+    if init:
+        pod["initContainers"] = [{"name": c} for c in init]
+    return {"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+
+
+def c(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, **extra}
+
+
+def cluster_runtime(jobs: list[dict[str, Any]], name: str = RUNTIME, **spec: Any) -> dict[str, Any]:
+    """The ClusterTrainingRuntime whose template is a plugin table's `info.TemplateSpec.ObjApply`."""
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name},
+        "spec": {**spec, "template": {"spec": {"replicatedJobs": jobs}}},
+    }
+
+
+def patch(manager: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A RuntimePatch with `trainingRuntimeSpec.template.spec.replicatedJobs`."""
+    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
+
+
+def job_patch(name: str, pod: dict[str, Any] | None = None) -> dict[str, Any]:
+    if pod is None:
+        return {"name": name}
+    return {"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+
+
+def jobset(statuses: list[tuple[str, int]], name: str = "test", namespace: str = "default") -> dict[str, Any]:
+    """jobsetv1alpha2.JobSet{ObjectMeta, Status.ReplicatedJobsStatus: [{Name, Active}]} (the other counters 0)."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "status": {
+            "replicatedJobsStatus": [
+                {"name": n, "ready": 0, "succeeded": 0, "failed": 0, "active": a, "suspended": 0} for n, a in statuses
+            ]
+        },
+    }
+
+
+# --- jobset plugin TestValidate (v2.2, v2.3: runtimePatches) -------------------------------------------------------
+
+RUNTIME_REF = "trainjob-runtime-ref"
+MUTABILITY = "trainjob-override-mutability"
+IMMUTABLE = "trainjob-immutable-fields"
+PATCHES = "spec.runtimePatches"
+SA_PATH = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+
+
+def _sa_patch(account: str) -> list[dict[str, Any]]:
+    return [patch("test.io/manager", [job_patch("node", {"serviceAccountName": account})])]
+
+
+def _jobset_patch_cases(profile: str) -> list[Upstream]:
+    src = f"{JOBSET_PLUGIN} TestValidate"
+    v23 = profile == "v2.3"
+    suspend_detail = (
+        "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
+        if v23
+        else "RuntimePatches can only be modified when the TrainJob is suspended"
+    )
+    node_only = cluster_runtime([rjob("node", [c("node")])])
+    with_dataset = cluster_runtime([rjob("dataset-initializer", [c("dataset-initializer")]), rjob("node", [c("node")])])
+    # The account of the same manager's patch of the same job changes: the CRD's CEL `self == oldSelf` on
+    # serviceAccountName (v2.2+) rejects that before any webhook runs.
+    sa_immutable = Err(IMMUTABLE, f"{SA_PATH}.serviceAccountName", "Invalid", "field is immutable")
+
+    def u(name: str, *, expected: tuple[Err, ...] = (), also: tuple[Err, ...] = (), **kw: Any) -> Upstream:
+        return Upstream(profile, src, name, expected=expected, also=also, **kw)
+
+    def forbidden(detail: str) -> Err:
+        return Err(MUTABILITY, PATCHES, "Forbidden", detail)
+
+    def active(job: str) -> Err:
+        return forbidden(f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob {job} is still active")
+
+    def invalid(detail: str) -> Err:
+        return Err(RUNTIME_REF, PATCHES, "Invalid", detail)
+
+    def init_ref(detail: str) -> Err:
+        return Err(RUNTIME_REF, "spec.runtimeRef", "Invalid", detail)
+
+    def sa_update(old_suspend: bool | None, new_suspend: bool | None, new_account: str = "service-account-updated"):
+        return {
+            "old": trainjob(suspend=old_suspend, spec={"runtimePatches": _sa_patch("service-account")}),
+            "new": trainjob(suspend=new_suspend, spec={"runtimePatches": _sa_patch(new_account)}),
+        }
+
+    cases = [
+        u("no initializer job", new=trainjob(), cluster=(cluster_runtime([]),)),
+        u("no dataset initializer job", new=trainjob(spec={"initializer": {}}), cluster=(cluster_runtime([]),)),
+        u(
+            "must have dataset initializer job when trainJob is configured with input datasetConfig",
+            new=trainjob(spec={"initializer": {"dataset": {}}}),
+            cluster=(cluster_runtime([rjob("random", [c("random")])]),),
+            expected=(
+                init_ref("must have dataset-initializer job when trainJob is configured with input datasetConfig"),
+            ),
+        ),
+        u(
+            "must have container with name - dataset initializer in the dataset initializer job",
+            new=trainjob(spec={"initializer": {"dataset": {}}}),
+            cluster=(cluster_runtime([rjob("dataset-initializer", [])]),),
+            expected=(init_ref("must have container with name - dataset-initializer in the dataset-initializer job"),),
+        ),
+        u(
+            "no model initializer job",
+            new=trainjob(spec={"initializer": {}}),
+            cluster=(cluster_runtime([rjob("dataset-initializer", [c("dataset-initializer")])]),),
+        ),
+        u(
+            "must have model initializer job when trainJob is configured with input modelConfig",
+            new=trainjob(spec={"initializer": {"model": {}}}),
+            cluster=(cluster_runtime([rjob("random", [c("random")])]),),
+            expected=(init_ref("must have model-initializer job when trainJob is configured with input modelConfig"),),
+        ),
+        u(
+            "must have container with name - model initializer in the model initializer job",
+            new=trainjob(spec={"initializer": {"model": {}}}),
+            cluster=(cluster_runtime([rjob("model-initializer", [])]),),
+            expected=(init_ref("must have container with name - model-initializer in the model-initializer job"),),
+        ),
+        u(
+            "runtimePatches contain invalid replicated job",
+            new=trainjob(spec={"runtimePatches": [patch("test.io/manager", [job_patch("invalid")])]}),
+            cluster=(cluster_runtime([rjob("node", [])]),),
+            expected=(invalid("must not have replicated job that doesn't exist in the runtime job template"),),
+        ),
+        u(
+            "runtimePatches contain invalid initContainer",
+            new=trainjob(
+                spec={
+                    "runtimePatches": [
+                        patch("test.io/manager", [job_patch("node", {"initContainers": [c("invalid")]})])
+                    ]
+                }
+            ),
+            cluster=(cluster_runtime([rjob("node", None, init=["custom-init"])]),),
+            expected=(invalid("must not have initContainer that doesn't exist in the runtime job node"),),
+        ),
+        u(
+            "runtimePatches contain invalid container",
+            new=trainjob(
+                spec={"runtimePatches": [patch("test.io/manager", [job_patch("node", {"containers": [c("invalid")]})])]}
+            ),
+            cluster=(node_only,),
+            expected=(invalid("must not have container that doesn't exist in the runtime job node"),),
+        ),
+        u(
+            "runtimePatches contain envs for reserved container",
+            new=trainjob(
+                spec={
+                    "runtimePatches": [
+                        patch(
+                            "test.io/manager",
+                            [
+                                job_patch(
+                                    "node", {"containers": [c("node", env=[{"name": "ENV_NAME", "value": "OVERRIDE"}])]}
+                                )
+                            ],
+                        )
+                    ]
+                }
+            ),
+            cluster=(node_only,),
+            expected=(invalid("must not have envs for the dataset-initializer, model-initializer, node containers"),),
+        ),
+        u(
+            "allow runtimePatches when creating a new trainJob",
+            new=trainjob(spec={"runtimePatches": _sa_patch("service-account")}),
+            cluster=(node_only,),
+        ),
+        u(
+            "allow updates to trainJob with no changes to runtimePatches",
+            **sa_update(None, None, "service-account"),
+            cluster=(node_only,),
+        ),
+        u(
+            "forbid changes to runtimePatches when trainJob is not suspended",
+            **sa_update(False, False),
+            cluster=(node_only,),
+            expected=(forbidden(suspend_detail),),
+            also=(sa_immutable,),
+        ),
+        u(
+            "allow changes to runtimePatches when trainJob is suspended and jobSet does not exist",
+            **sa_update(True, True),
+            cluster=(node_only,),
+            also=(sa_immutable,),
+        ),
+        u(
+            "allow changes to runtimePatches when trainJob is suspended and jobSet exists but is inactive",
+            **sa_update(True, True),
+            cluster=(with_dataset, jobset([("dataset-initializer", 0), ("node", 0)])),
+            also=(sa_immutable,),
+        ),
+        u(
+            "forbid changes to runtimePatches when trainJob is suspended but jobSet has an active replicatedJob",
+            **sa_update(True, True),
+            cluster=(with_dataset, jobset([("dataset-initializer", 0), ("node", 2)])),
+            expected=(active("node"),),
+            also=(sa_immutable,),
+        ),
+        u(
+            "forbid changes to runtimePatches when trainJob is suspended but has multiple active replicatedJobs",
+            **sa_update(True, True),
+            cluster=(with_dataset, jobset([("dataset-initializer", 1), ("node", 2)])),
+            expected=(active("dataset-initializer"), active("node")),
+            also=(sa_immutable,),
+        ),
+        u(
+            "forbid changes to runtimePatches when trainJob is suspended but jobSet cannot be checked due to a client "
+            "error",
+            **sa_update(True, True),
+            cluster=(node_only,),
+            provider_error="client error",
+            also=(sa_immutable,),
+            expected=(
+                Err(
+                    "trainjob-override-mutability-external-data",
+                    PATCHES,
+                    "Internal",
+                    # upstream: field.InternalError(runtimePatchesPath, err); the detail names the error and the
+                    # lookup (docs/policies/trainjob-override-mutability-external-data.md).
+                    "failed to get the state of JobSet default/test from external data provider "
+                    "trainer-jobset-provider: client error",
+                ),
+            ),
+        ),
+    ]
+    if v23:
+        nodesel = [patch("test.io/manager", [job_patch("node", {"nodeSelector": {"injected": "by-kueue"}})])]
+        cases += [
+            u(
+                "allow atomic update: modify runtimePatches and unsuspend trainJob in a single request",
+                old=trainjob(suspend=True, spec={"runtimePatches": _sa_patch("service-account")}),
+                new=trainjob(suspend=False, spec={"runtimePatches": nodesel}),
+                cluster=(node_only,),
+            ),
+            u(
+                "allow atomic update: modify runtimePatches and suspend trainJob in a single request",
+                **sa_update(False, True),
+                cluster=(node_only,),
+                also=(sa_immutable,),
+            ),
+            u(
+                "forbid atomic update: suspending trainJob with runtimePatches change is rejected when jobSet has an "
+                "active replicatedJob",
+                **sa_update(False, True),
+                cluster=(node_only, jobset([("node", 2)])),
+                expected=(active("node"),),
+                also=(sa_immutable,),
+            ),
+        ]
+    return cases
+
+
+CASES: list[Upstream] = [*_jobset_patch_cases("v2.2"), *_jobset_patch_cases("v2.3")]
+
+
+# --- running them -------------------------------------------------------------------------------------------------
+
+
+class FailingProvider:
+    """A provider that answers every key with an error, as the client interceptor of upstream's table does."""
+
+    def __init__(self, error: str):
+        self.error = error
+
+    def fetch(self, keys: list[str]) -> ProviderAnswer:
+        return ProviderAnswer(200, tuple(ProviderItem(k, None, self.error) for k in keys))
+
+
+def _review_document(case: Upstream) -> dict[str, Any]:
+    return admission_review_document(apiserver_request(case.operation, case.new, case.old))
+
+
+def _reported(tmp_path, case: Upstream) -> tuple[bool, list[tuple[str, str]]]:
+    """(allowed, sorted (constraint, msg)) of the profile's bundle for the case."""
+    if case.provider_error is None:
+        result = review_cli(tmp_path, _review_document(case), objects=list(case.cluster), profile=case.profile)
+        assert result.exit_code in (0, 1), result.stderr
+        for v in result.body["violations"]:
+            assert v["msg"] == "{field}: {type}: {detail}".format(**v["details"])
+        return result.body["allowed"], sorted((v["constraint"], v["msg"]) for v in result.body["violations"])
+    request = request_from_document(Document("upstream", _review_document(case)))
+    assert isinstance(request, AdmissionRequest)
+    from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
+
+    result = runner_review(
+        case.profile,
+        request,
+        providers={PROVIDER: FailingProvider(case.provider_error)},
+        objects=list(case.cluster),
+        variant=EXTERNAL_DATA_VARIANT,
+    )
+    assert result.errors == []
+    return result.allowed, sorted((v.constraint, v.msg) for v in result.violations)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_upstream_case(tmp_path, case: Upstream):
+    allowed, reported = _reported(tmp_path, case)
+    wanted = sorted((e.rule, e.msg) for e in (*case.expected, *case.also))
+    assert reported == wanted
+    assert allowed == (not wanted)
+
+
+def test_every_profile_replays_upstream_cases():
+    counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.2", "v2.3")}
+    assert all(n >= 15 for n in counts.values()), counts
+    assert len({c.id for c in CASES}) == len(CASES)

@@ -378,7 +378,204 @@ def _jobset_patch_cases(profile: str) -> list[Upstream]:
     return cases
 
 
-CASES: list[Upstream] = [*_jobset_patch_cases("v2.2"), *_jobset_patch_cases("v2.3")]
+# --- torch and mpi plugin TestValidate (v2.2 table; replayed for v2.3 too) ------------------------------------------
+
+TORCH_PLUGIN = "pkg/runtime/framework/plugins/torch/torch_test.go"
+MPI_PLUGIN = "pkg/runtime/framework/plugins/mpi/mpi_test.go"
+ML_POLICY = "trainjob-ml-policy"
+
+
+def container_trainer(
+    image: str, command: list[str] | None, args: list[str] | None, requests: dict[str, str] | None, **extra: Any
+) -> dict[str, Any]:
+    """MakeTrainJobTrainerWrapper()...Container(image, command, args, resRequests): resourcesPerNode.requests
+    (an empty ResourceList is omitted by its JSON tag)."""
+    body: dict[str, Any] = {**extra, "image": image}
+    if command:
+        body["command"] = command
+    if args:
+        body["args"] = args
+    body["resourcesPerNode"] = {"requests": requests} if requests else {}
+    return body
+
+
+def torch_runtime(name: str = RUNTIME) -> dict[str, Any]:
+    """info: runtime.NewInfo(WithMLPolicySource(MakeMLPolicyWrapper().WithMLPolicySource(TorchPolicy())))."""
+    return cluster_runtime([], name, mlPolicy={"torch": {}})
+
+
+def _torch_cases(profile: str) -> list[Upstream]:
+    src = f"{TORCH_PLUGIN} TestTorchValidate"
+
+    def u(name: str, **kw: Any) -> Upstream:
+        return Upstream(profile, src, name, **kw)
+
+    def err(field_path: str, detail: str) -> Err:
+        return Err(ML_POLICY, field_path, "Invalid", detail)
+
+    def tune(runtime: str, num_nodes: int, args: list[str] | None, requests: dict[str, str] | None) -> dict[str, Any]:
+        trainer = container_trainer(
+            "ghcr.io/kubeflow/trainer/torchtune-trainer", ["tune", "run"], args, requests, numNodes=num_nodes
+        )
+        return trainjob(runtime=runtime, spec={"trainer": trainer})
+
+    qlora = ["model.lora_attn_modules=[q_proj, v_proj, output_proj]", "model.quantize_base=True"]
+    return [
+        u(
+            "no action when info does not have MLPolicySource",
+            old=trainjob(),
+            new=trainjob(),
+            cluster=(cluster_runtime([]),),
+        ),
+        u(
+            "no action when info has MLPolicySource but no Torch policy",
+            old=trainjob(),
+            new=trainjob(),
+            cluster=(cluster_runtime([], mlPolicy={}),),
+        ),
+        u(
+            "no action when info does not have numProcPerNode",
+            old=trainjob(spec={"trainer": {}}),
+            new=trainjob(spec={"trainer": {}}),
+            cluster=(torch_runtime(),),
+        ),
+        u(
+            "valid environment variable present",
+            new=trainjob(
+                spec={"trainer": {"env": [{"name": "test", "value": "value"}, {"name": "test2", "value": "value"}]}}
+            ),
+            cluster=(torch_runtime(),),
+        ),
+        u(
+            "reserved environment variable present",
+            new=trainjob(
+                spec={
+                    "trainer": {
+                        "env": [{"name": "test", "value": "value"}, {"name": "PET_NPROC_PER_NODE", "value": "value"}]
+                    }
+                }
+            ),
+            cluster=(torch_runtime(),),
+            expected=(
+                err("spec.trainer.env", "must not have reserved envs, invalid envs configured: [PET_NPROC_PER_NODE]"),
+            ),
+        ),
+        u(
+            "unsupported pretrained model",
+            new=tune("torchtune-llama3.1-70b", 1, None, {}),
+            cluster=(torch_runtime("torchtune-llama3.1-70b"),),
+            expected=(
+                err(
+                    "spec.runtimeRef.name",
+                    "must have a supported pretrained model, invalid model configured: llama3_1/70B",
+                ),
+            ),
+        ),
+        u(
+            "multi-node mode is only enabled for Llama-3.3-70b",
+            new=tune("torchtune-llama3.2-3b", 2, None, {}),
+            cluster=(torch_runtime("torchtune-llama3.2-3b"),),
+            expected=(err("spec.trainer.numNodes", "must be 1 for llama3_2/3B model"),),
+        ),
+        u(
+            "qlora is not supported for qwen in torchtune",
+            new=tune("torchtune-qwen2.5-1.5b", 1, qlora, {}),
+            cluster=(torch_runtime("torchtune-qwen2.5-1.5b"),),
+            expected=(err("spec.runtimeRef.name", "QLoRA is not supported for qwen2_5/1.5B model"),),
+        ),
+        u(
+            "muti-devices qlora is not supported for llama3.2-1b in torchtune",
+            new=tune("torchtune-llama3.2-1b", 1, qlora, {"example.com/gpu": "2"}),
+            cluster=(torch_runtime("torchtune-llama3.2-1b"),),
+            expected=(
+                err("spec.trainer.numProcPerNode", "must be auto or 1 for llama3_2/1B model when using QLoRA"),
+                err(
+                    "spec.trainer.resourcesPerNode",
+                    "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA",
+                ),
+            ),
+        ),
+    ]
+
+
+def mpi_runtime(run_launcher_as_node: bool | None, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """MPIPolicy(ptr.To[int32](1), OpenMPI, nil, runLauncherAsNode) and the info's PodSets as replicated jobs
+    (runtime.WithPodSet(name, ancestor, 1, ..., containers [node]))."""
+    mpi: dict[str, Any] = {"numProcPerNode": 1, "mpiImplementation": "OpenMPI"}
+    if run_launcher_as_node is not None:
+        mpi["runLauncherAsNode"] = run_launcher_as_node
+    return cluster_runtime(jobs, mlPolicy={"mpi": mpi})
+
+
+def pod_set(name: str, ancestor: str | None) -> dict[str, Any]:
+    job = rjob(name, [c("node")])
+    if ancestor is not None:
+        job["template"]["metadata"] = {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": ancestor}}
+    return job
+
+
+def _mpi_cases(profile: str) -> list[Upstream]:
+    src = f"{MPI_PLUGIN} TestValidate"
+    launcher_detail = (
+        "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either launcher and node"
+    )
+
+    def u(name: str, **kw: Any) -> Upstream:
+        return Upstream(profile, src, name, **kw)
+
+    def nodes(n: int) -> dict[str, Any]:
+        return trainjob(spec={"trainer": {"numNodes": n}})
+
+    no_launcher = (Err(ML_POLICY, "spec.trainer.numNodes", "Invalid", launcher_detail),)
+    return [
+        u(
+            "no action when info does not have MLPolicySource",
+            old=trainjob(),
+            new=trainjob(),
+            cluster=(cluster_runtime([]),),
+        ),
+        u(
+            "info does not have MPIPolicySource",
+            old=trainjob(),
+            new=trainjob(),
+            cluster=(cluster_runtime([], mlPolicy={}),),
+        ),
+        u(
+            "numProcPerNode typed is int",
+            new=trainjob(spec={"trainer": {"numProcPerNode": 8}}),
+            cluster=(mpi_runtime(None, []),),
+        ),
+        u(
+            "runtime does not have Launcher but TrainJob has only 1 numNodes",
+            new=nodes(1),
+            cluster=(mpi_runtime(True, [pod_set("node", "trainer")]),),
+        ),
+        u(
+            "runtime does not have Launcher even though MPI with runLauncherAsNode has 2 numNodes",
+            new=nodes(2),
+            cluster=(mpi_runtime(True, [pod_set("node", None)]),),
+            expected=no_launcher,
+        ),
+        u(
+            "runtime does not have Node even though MPI with runLauncherAsNode has 2 numNodes",
+            new=nodes(2),
+            cluster=(mpi_runtime(True, [pod_set("launcher", None)]),),
+            expected=no_launcher,
+        ),
+        u(
+            "runtime does not have Launcher and Node even though MPI with runLauncherAsNode has 2 numNodes",
+            new=nodes(2),
+            cluster=(mpi_runtime(True, []),),
+            expected=no_launcher,
+        ),
+    ]
+
+
+CASES: list[Upstream] = [
+    *(case for p in ("v2.2", "v2.3") for case in _jobset_patch_cases(p)),
+    *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
+    *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
+]
 
 
 # --- running them -------------------------------------------------------------------------------------------------

@@ -77,6 +77,8 @@ class Upstream:
     """what the same request meets elsewhere upstream (CRD CEL) and the bundle's other rules therefore report"""
     provider_error: str | None = None
     """the JobSet lookup fails with this error (external-data variant)"""
+    warn_only: bool = False
+    """upstream answers with admission warnings only: the violations come from `warn` Constraints (allowed)"""
 
     @property
     def operation(self) -> str:
@@ -571,7 +573,193 @@ def _mpi_cases(profile: str) -> list[Upstream]:
     ]
 
 
+# --- pkg/webhooks: TestValidateReplicatedJobs (both runtime webhooks call validateReplicatedJobs) ----------------
+
+RUNTIME_WEBHOOK = "pkg/webhooks/trainingruntime_webhook_test.go"
+TRAINJOB_WEBHOOK = "pkg/webhooks/trainjob_webhook_test.go"
+RESERVED = "runtime-reserved-replicas"
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def jobset_wrapper_jobs(*, launcher: bool = False) -> list[dict[str, Any]]:
+    """MakeJobSetWrapper(ns, name).Spec.ReplicatedJobs: dataset-initializer, model-initializer and node, each with
+    its ancestor label and its container (the wrapper's volumes and mounts matter to no rule and are left out);
+    LauncherReplica() inserts an unlabelled `launcher` (container node) before node. Replicas is 0 until set."""
+    jobs = [
+        {
+            "name": name,
+            "groupName": "default",
+            "template": {
+                "metadata": {"labels": {ANCESTOR: ancestor}},
+                "spec": {"template": {"spec": {"containers": [{"name": container}]}}},
+            },
+        }
+        for name, ancestor, container in (
+            ("dataset-initializer", "dataset-initializer", "dataset-initializer"),
+            ("model-initializer", "model-initializer", "model-initializer"),
+            ("node", "trainer", "node"),
+        )
+    ]
+    if launcher:
+        jobs.insert(
+            2,
+            {
+                "name": "launcher",
+                "groupName": "default",
+                "template": {
+                    "spec": {
+                        "template": {
+                            "spec": {"containers": [{"name": "node", "command": ["mpirun"], "args": ["echo.sh"]}]}
+                        }
+                    }
+                },
+            },
+        )
+    return jobs
+
+
+def replicas(jobs: list[dict[str, Any]], n: int, *names: str) -> list[dict[str, Any]]:
+    """.Replicas(n, names...)"""
+    for job in jobs:
+        if job["name"] in names:
+            job["replicas"] = n
+    return jobs
+
+
+def runtime_object(kind: str, jobs: list[dict[str, Any]], name: str = RUNTIME, labels: dict[str, str] | None = None):
+    metadata: dict[str, Any] = {"name": name}
+    if kind == "TrainingRuntime":
+        metadata["namespace"] = "default"
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": kind,
+        "metadata": metadata,
+        "spec": {"template": {"spec": {"replicatedJobs": jobs}}},
+    }
+
+
+def _replicated_jobs_cases(profile: str) -> list[Upstream]:
+    src = f"{RUNTIME_WEBHOOK} TestValidateReplicatedJobs"
+    v20 = profile == "v2.0"
+    path = "spec.template.spec.replicatedJobs"
+
+    def replicas_err(i: int) -> Err:
+        return Err(RESERVED, f"{path}[{i}].replicas", "Invalid", "always must be 1")
+
+    def container_err(i: int, ancestor: str) -> Err:
+        return Err(
+            RESERVED,
+            f"{path}[{i}].template.spec.template.spec.containers",
+            "Invalid",
+            f"must contain the required container for the ancestor: {ancestor}",
+        )
+
+    all_four = ("launcher", "node", "dataset-initializer", "model-initializer")
+    user_specified = jobset_wrapper_jobs()
+    for job in user_specified:
+        job["template"]["metadata"]["labels"][ANCESTOR] = "user-specified"
+    table: list[tuple[str, list[dict[str, Any]], tuple[Err, ...]]] = [
+        ("valid replicatedJobs", replicas(jobset_wrapper_jobs(launcher=True), 1, *all_four), ()),
+        (
+            "valid replicatedJobs with unknown user-specified ancestor",
+            replicas(user_specified, 2, "node", "dataset-initializer", "model-initializer"),
+            (),
+        ),
+        (
+            "invalid replicas",
+            replicas(jobset_wrapper_jobs(launcher=True), 2, *all_four),
+            # v2.0 reserves `launcher` by name (index 2); from v2.1 only ancestor-labelled jobs count.
+            tuple(replicas_err(i) for i in ((0, 1, 2, 3) if v20 else (0, 1, 3))),
+        ),
+    ]
+    if not v20:
+        missing = replicas(jobset_wrapper_jobs(), 1, *all_four)
+        for job in missing:
+            job["template"]["spec"]["template"]["spec"]["containers"] = [{"name": "test", "image": "test"}]
+        table.append(
+            (
+                "missing required container in replicatedJobs",
+                missing,
+                (
+                    container_err(0, "dataset-initializer"),
+                    container_err(1, "model-initializer"),
+                    container_err(2, "trainer"),
+                ),
+            )
+        )
+    return [
+        Upstream(profile, src, f"{name} ({kind})", new=runtime_object(kind, jobs), expected=expected)
+        for name, jobs, expected in table
+        for kind in ("TrainingRuntime", "ClusterTrainingRuntime")
+    ]
+
+
+# --- pkg/webhooks: TrainJob TestValidateCreate ----------------------------------------------------------------------
+
+
+def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
+    src = f"{TRAINJOB_WEBHOOK} TestValidateCreate"
+    runtime = runtime_object("ClusterTrainingRuntime", jobset_wrapper_jobs(), "test-runtime")
+    deprecated = runtime_object(
+        "ClusterTrainingRuntime",
+        jobset_wrapper_jobs(),
+        "test-runtime",
+        labels={"trainer.kubeflow.org/support": "deprecated"},
+    )
+    return [
+        Upstream(
+            profile,
+            src,
+            "valid trainjob name compliant with RFC 1035",
+            new=trainjob("valid-job-name", runtime="test-runtime"),
+            cluster=(runtime,),
+        ),
+        Upstream(
+            profile,
+            src,
+            "deprecated runtime referenced",
+            new=trainjob("valid-job-name", runtime="test-runtime"),
+            cluster=(deprecated,),
+            # upstream: admission.Warnings (allowed); here a `warn` Constraint's violation (allowed).
+            expected=(
+                Err(
+                    "trainjob-deprecated-runtime",
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'Referenced ClusterTrainingRuntime "test-runtime" is deprecated and will be removed in a future '
+                    "release of Kubeflow Trainer. See runtime deprecation policy: "
+                    "https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy",
+                ),
+            ),
+            warn_only=True,
+        ),
+        Upstream(
+            profile,
+            src,
+            "unsupported runtime",
+            new=trainjob("valid-job-name", runtime="unsupported-runtime"),
+            # upstream: field.Invalid at `spec.RuntimeRef` (NotFound). This project reports it at spec.runtimeRef
+            # (docs/policies/trainjob-runtime-ref.md: the typo is not copied); another ClusterTrainingRuntime is in
+            # the inventory so that the kind counts as synced (with none at all the rule says "not synced").
+            cluster=(runtime_object("ClusterTrainingRuntime", jobset_wrapper_jobs(), "other-runtime"),),
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'ClusterTrainingRuntime.trainer.kubeflow.org "unsupported-runtime" not found: specified '
+                    "clusterTrainingRuntime must be created before the TrainJob is created",
+                ),
+            ),
+        ),
+    ]
+
+
 CASES: list[Upstream] = [
+    *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _replicated_jobs_cases(p)),
+    *(case for p in ("v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _jobset_patch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
@@ -623,7 +811,7 @@ def test_upstream_case(tmp_path, case: Upstream):
     allowed, reported = _reported(tmp_path, case)
     wanted = sorted((e.rule, e.msg) for e in (*case.expected, *case.also))
     assert reported == wanted
-    assert allowed == (not wanted)
+    assert allowed == (case.warn_only or not wanted)
 
 
 def test_every_profile_replays_upstream_cases():

@@ -86,7 +86,8 @@ class Upstream:
 
     @property
     def id(self) -> str:
-        return f"{self.profile}-{self.source.split('/')[-1]}-{self.name}"
+        file, _, table = self.source.partition(" ")
+        return f"{self.profile}-{file.rsplit('/', 1)[-1]} {table}-{self.name}"
 
 
 # --- objects, as the wrappers build them and the API server (CRD defaults) hands them over ----------------------
@@ -163,54 +164,109 @@ def jobset(statuses: list[tuple[str, int]], name: str = "test", namespace: str =
     }
 
 
-# --- jobset plugin TestValidate (v2.2, v2.3: runtimePatches) -------------------------------------------------------
+# --- jobset plugin TestValidate (every profile; the override field and its messages change) ------------------------
 
 RUNTIME_REF = "trainjob-runtime-ref"
 MUTABILITY = "trainjob-override-mutability"
 IMMUTABLE = "trainjob-immutable-fields"
-PATCHES = "spec.runtimePatches"
+OVERRIDE_FIELD = {
+    "v2.0": "podSpecOverrides",
+    "v2.1": "podTemplateOverrides",
+    "v2.2": "runtimePatches",
+    "v2.3": "runtimePatches",
+}
+PREFIX = {
+    "v2.0": "PodSpecOverrides",
+    "v2.1": "PodTemplateOverrides",
+    "v2.2": "RuntimePatches",
+    "v2.3": "RuntimePatches",
+}
 SA_PATH = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
 
 
-def _sa_patch(account: str) -> list[dict[str, Any]]:
-    return [patch("test.io/manager", [job_patch("node", {"serviceAccountName": account})])]
+def override(profile: str, job: str, pod: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The one-entry override list each table uses: v2.0 PodSpecOverride{TargetJobs, <pod fields>}, v2.1
+    PodTemplateOverride{TargetJobs, Spec: &PodTemplateSpecOverride{...}}, v2.2+ RuntimePatch{Manager: test.io/manager,
+    TrainingRuntimeSpec.Template.Spec.ReplicatedJobs: [{Name, Template.Spec.Template.Spec: &PodSpecPatch{...}}]}."""
+    if profile == "v2.0":
+        return [{"targetJobs": [{"name": job}], **(pod or {})}]
+    if profile == "v2.1":
+        return [{"targetJobs": [{"name": job}], **({"spec": pod} if pod is not None else {})}]
+    return [patch("test.io/manager", [job_patch(job, pod)])]
 
 
-def _jobset_patch_cases(profile: str) -> list[Upstream]:
+def _jobset_sources(profile: str) -> tuple[str, str]:
+    """(source of the content cases, source of the mutability cases)."""
     src = f"{JOBSET_PLUGIN} TestValidate"
+    if profile == "v2.0":
+        return f"{src} [index 6263776905]", f"{src} [opendatahub-io/trainer@2b24c76 HEAD side]"
+    if profile == "v2.1":
+        return (
+            f"{src} [opendatahub-io/trainer@2b24c76 v2.1.0 side]",
+            f"{src} [opendatahub-io/trainer@2b24c76 v2.1.0 side]",
+        )
+    return src, src
+
+
+def _jobset_cases(profile: str) -> list[Upstream]:
+    content_src, mutability_src = _jobset_sources(profile)
+    field_name = OVERRIDE_FIELD[profile]
+    prefix = PREFIX[profile]
+    path = f"spec.{field_name}"
     v23 = profile == "v2.3"
-    suspend_detail = (
-        "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
-        if v23
-        else "RuntimePatches can only be modified when the TrainJob is suspended"
+    patches = field_name == "runtimePatches"
+    suspend_detail = f"{prefix} can only be modified when the TrainJob is suspended" + (
+        " before or after the update" if v23 else ""
     )
     node_only = cluster_runtime([rjob("node", [c("node")])])
     with_dataset = cluster_runtime([rjob("dataset-initializer", [c("dataset-initializer")]), rjob("node", [c("node")])])
-    # The account of the same manager's patch of the same job changes: the CRD's CEL `self == oldSelf` on
-    # serviceAccountName (v2.2+) rejects that before any webhook runs.
-    sa_immutable = Err(IMMUTABLE, f"{SA_PATH}.serviceAccountName", "Invalid", "field is immutable")
+    # v2.2+: the account of the same manager's patch of the same job changes: the CRD's CEL `self == oldSelf` on
+    # serviceAccountName rejects that before any webhook runs (v2.0/v2.1 have no such rule).
+    sa_immutable = (
+        (Err(IMMUTABLE, f"{SA_PATH}.serviceAccountName", "Invalid", "field is immutable"),) if patches else ()
+    )
 
-    def u(name: str, *, expected: tuple[Err, ...] = (), also: tuple[Err, ...] = (), **kw: Any) -> Upstream:
-        return Upstream(profile, src, name, expected=expected, also=also, **kw)
+    def named(name: str) -> str:
+        """Upstream's case names say `runtimePatches`, `podTemplateOverrides` or `podSpecOverrides`."""
+        return name.replace("runtimePatches", field_name[0].lower() + field_name[1:])
+
+    def u(name: str, *, src: str = content_src, expected: tuple[Err, ...] = (), also: tuple[Err, ...] = (), **kw: Any):
+        return Upstream(profile, src, named(name), expected=expected, also=also, **kw)
+
+    def m(name: str, **kw: Any) -> Upstream:
+        return u(name, src=mutability_src, **kw)
 
     def forbidden(detail: str) -> Err:
-        return Err(MUTABILITY, PATCHES, "Forbidden", detail)
+        return Err(MUTABILITY, path, "Forbidden", detail)
 
     def active(job: str) -> Err:
-        return forbidden(f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob {job} is still active")
+        return forbidden(f"{prefix} cannot be modified when the JobSet's ReplicatedJob {job} is still active")
 
     def invalid(detail: str) -> Err:
-        return Err(RUNTIME_REF, PATCHES, "Invalid", detail)
+        return Err(RUNTIME_REF, path, "Invalid", detail)
 
     def init_ref(detail: str) -> Err:
         return Err(RUNTIME_REF, "spec.runtimeRef", "Invalid", detail)
 
+    def with_overrides(job: str, pod: dict[str, Any] | None, **kw: Any) -> dict[str, Any]:
+        return trainjob(spec={field_name: override(profile, job, pod)}, **kw)
+
     def sa_update(old_suspend: bool | None, new_suspend: bool | None, new_account: str = "service-account-updated"):
         return {
-            "old": trainjob(suspend=old_suspend, spec={"runtimePatches": _sa_patch("service-account")}),
-            "new": trainjob(suspend=new_suspend, spec={"runtimePatches": _sa_patch(new_account)}),
+            "old": with_overrides("node", {"serviceAccountName": "service-account"}, suspend=old_suspend),
+            "new": with_overrides("node", {"serviceAccountName": new_account}, suspend=new_suspend),
         }
 
+    missing_job = (
+        "runtimePatches contain invalid replicated job" if patches else "runtimePatches contain invalid targetJob",
+        "must not have replicated job that doesn't exist in the runtime job template"
+        if patches
+        else "must not have targetJob that doesn't exist in the runtime job template",
+    )
+    # v2.0/v2.1 tables spell it "does not exists".
+    no_jobset = "allow changes to runtimePatches when trainJob is suspended and jobSet does not exist" + (
+        "" if patches else "s"
+    )
     cases = [
         u("no initializer job", new=trainjob(), cluster=(cluster_runtime([]),)),
         u("no dataset initializer job", new=trainjob(spec={"initializer": {}}), cluster=(cluster_runtime([]),)),
@@ -246,107 +302,81 @@ def _jobset_patch_cases(profile: str) -> list[Upstream]:
             expected=(init_ref("must have container with name - model-initializer in the model-initializer job"),),
         ),
         u(
-            "runtimePatches contain invalid replicated job",
-            new=trainjob(spec={"runtimePatches": [patch("test.io/manager", [job_patch("invalid")])]}),
+            missing_job[0],
+            new=with_overrides("invalid", None),
             cluster=(cluster_runtime([rjob("node", [])]),),
-            expected=(invalid("must not have replicated job that doesn't exist in the runtime job template"),),
+            expected=(invalid(missing_job[1]),),
         ),
         u(
             "runtimePatches contain invalid initContainer",
-            new=trainjob(
-                spec={
-                    "runtimePatches": [
-                        patch("test.io/manager", [job_patch("node", {"initContainers": [c("invalid")]})])
-                    ]
-                }
-            ),
+            new=with_overrides("node", {"initContainers": [c("invalid")]}),
             cluster=(cluster_runtime([rjob("node", None, init=["custom-init"])]),),
             expected=(invalid("must not have initContainer that doesn't exist in the runtime job node"),),
         ),
         u(
             "runtimePatches contain invalid container",
-            new=trainjob(
-                spec={"runtimePatches": [patch("test.io/manager", [job_patch("node", {"containers": [c("invalid")]})])]}
-            ),
+            new=with_overrides("node", {"containers": [c("invalid")]}),
             cluster=(node_only,),
             expected=(invalid("must not have container that doesn't exist in the runtime job node"),),
         ),
         u(
             "runtimePatches contain envs for reserved container",
-            new=trainjob(
-                spec={
-                    "runtimePatches": [
-                        patch(
-                            "test.io/manager",
-                            [
-                                job_patch(
-                                    "node", {"containers": [c("node", env=[{"name": "ENV_NAME", "value": "OVERRIDE"}])]}
-                                )
-                            ],
-                        )
-                    ]
-                }
-            ),
+            new=with_overrides("node", {"containers": [c("node", env=[{"name": "ENV_NAME", "value": "OVERRIDE"}])]}),
             cluster=(node_only,),
             expected=(invalid("must not have envs for the dataset-initializer, model-initializer, node containers"),),
         ),
-        u(
+        m(
             "allow runtimePatches when creating a new trainJob",
-            new=trainjob(spec={"runtimePatches": _sa_patch("service-account")}),
+            new=with_overrides("node", {"serviceAccountName": "service-account"}),
             cluster=(node_only,),
         ),
-        u(
+        m(
             "allow updates to trainJob with no changes to runtimePatches",
             **sa_update(None, None, "service-account"),
             cluster=(node_only,),
         ),
-        u(
+        m(
             "forbid changes to runtimePatches when trainJob is not suspended",
             **sa_update(False, False),
             cluster=(node_only,),
             expected=(forbidden(suspend_detail),),
-            also=(sa_immutable,),
+            also=sa_immutable,
         ),
-        u(
-            "allow changes to runtimePatches when trainJob is suspended and jobSet does not exist",
-            **sa_update(True, True),
-            cluster=(node_only,),
-            also=(sa_immutable,),
-        ),
-        u(
+        m(no_jobset, **sa_update(True, True), cluster=(node_only,), also=sa_immutable),
+        m(
             "allow changes to runtimePatches when trainJob is suspended and jobSet exists but is inactive",
             **sa_update(True, True),
             cluster=(with_dataset, jobset([("dataset-initializer", 0), ("node", 0)])),
-            also=(sa_immutable,),
+            also=sa_immutable,
         ),
-        u(
+        m(
             "forbid changes to runtimePatches when trainJob is suspended but jobSet has an active replicatedJob",
             **sa_update(True, True),
             cluster=(with_dataset, jobset([("dataset-initializer", 0), ("node", 2)])),
             expected=(active("node"),),
-            also=(sa_immutable,),
+            also=sa_immutable,
         ),
-        u(
+        m(
             "forbid changes to runtimePatches when trainJob is suspended but has multiple active replicatedJobs",
             **sa_update(True, True),
             cluster=(with_dataset, jobset([("dataset-initializer", 1), ("node", 2)])),
             expected=(active("dataset-initializer"), active("node")),
-            also=(sa_immutable,),
+            also=sa_immutable,
         ),
-        u(
+        m(
             "forbid changes to runtimePatches when trainJob is suspended but jobSet cannot be checked due to a client "
             "error",
             **sa_update(True, True),
             cluster=(node_only,),
             provider_error="client error",
-            also=(sa_immutable,),
+            also=sa_immutable,
             expected=(
                 Err(
                     "trainjob-override-mutability-external-data",
-                    PATCHES,
+                    path,
                     "Internal",
-                    # upstream: field.InternalError(runtimePatchesPath, err); the detail names the error and the
-                    # lookup (docs/policies/trainjob-override-mutability-external-data.md).
+                    # upstream: field.InternalError(<path>, err); the detail names the error and the lookup
+                    # (docs/policies/trainjob-override-mutability-external-data.md).
                     "failed to get the state of JobSet default/test from external data provider "
                     "trainer-jobset-provider: client error",
                 ),
@@ -354,27 +384,27 @@ def _jobset_patch_cases(profile: str) -> list[Upstream]:
         ),
     ]
     if v23:
-        nodesel = [patch("test.io/manager", [job_patch("node", {"nodeSelector": {"injected": "by-kueue"}})])]
+        nodesel = override(profile, "node", {"nodeSelector": {"injected": "by-kueue"}})
         cases += [
-            u(
+            m(
                 "allow atomic update: modify runtimePatches and unsuspend trainJob in a single request",
-                old=trainjob(suspend=True, spec={"runtimePatches": _sa_patch("service-account")}),
-                new=trainjob(suspend=False, spec={"runtimePatches": nodesel}),
+                old=with_overrides("node", {"serviceAccountName": "service-account"}, suspend=True),
+                new=trainjob(suspend=False, spec={field_name: nodesel}),
                 cluster=(node_only,),
             ),
-            u(
+            m(
                 "allow atomic update: modify runtimePatches and suspend trainJob in a single request",
                 **sa_update(False, True),
                 cluster=(node_only,),
-                also=(sa_immutable,),
+                also=sa_immutable,
             ),
-            u(
+            m(
                 "forbid atomic update: suspending trainJob with runtimePatches change is rejected when jobSet has an "
                 "active replicatedJob",
                 **sa_update(False, True),
                 cluster=(node_only, jobset([("node", 2)])),
                 expected=(active("node"),),
-                also=(sa_immutable,),
+                also=sa_immutable,
             ),
         ]
     return cases
@@ -760,7 +790,7 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
 CASES: list[Upstream] = [
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _replicated_jobs_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
-    *(case for p in ("v2.2", "v2.3") for case in _jobset_patch_cases(p)),
+    *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _jobset_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
 ]

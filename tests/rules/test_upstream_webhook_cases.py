@@ -787,12 +787,385 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
     ]
 
 
+# --- test/integration/webhooks/trainjob_test.go (envtest: only the status class is asserted upstream) ------------
+
+INTEGRATION = "test/integration/webhooks/trainjob_test.go"
+NAME_RULE = "trainjob-name"
+MANAGED_BY = "trainjob-managed-by"
+
+
+def integration_runtimes(*, model_container: bool = True, dataset_container: bool = True, torch: bool = False):
+    """BeforeEach: MakeTrainingRuntimeWrapper(ns, "training-runtime") and MakeClusterTrainingRuntimeWrapper(
+    "training-runtime") with the default spec (dataset-initializer, model-initializer, node; replicas 1). Some entries
+    first drop a container from the TrainingRuntime or give it `mlPolicy: {torch: {}}`."""
+    jobs = replicas(jobset_wrapper_jobs(), 1, "dataset-initializer", "model-initializer", "node")
+    for job, keep in ((jobs[0], dataset_container), (jobs[1], model_container)):
+        if not keep:
+            job["template"]["spec"]["template"]["spec"]["containers"] = []
+    namespaced = runtime_object("TrainingRuntime", jobs, "training-runtime")
+    if torch:
+        namespaced["spec"]["mlPolicy"] = {"torch": {}}
+    cluster = runtime_object(
+        "ClusterTrainingRuntime",
+        replicas(jobset_wrapper_jobs(), 1, "dataset-initializer", "model-initializer", "node"),
+        "training-runtime",
+    )
+    return (namespaced, cluster)
+
+
+def _integration_cases(profile: str) -> list[Upstream]:
+    create_src = f"{INTEGRATION} Validate-TrainJob-on-creation"
+    names_src = f"{INTEGRATION} RFC1035-compliant-TrainJob-name-validation"
+    marker_src = f"{INTEGRATION} markers:Validate-TrainJob-on-creation"
+    update_src = f"{INTEGRATION} markers:Validate-TrainJob-on-update"
+    tr, ctr = "TrainingRuntime", "ClusterTrainingRuntime"
+
+    def tj(name: str = "train-job", kind: str = tr, runtime: str = "training-runtime", **spec: Any) -> dict[str, Any]:
+        return trainjob(name, runtime=runtime, kind=kind, spec=spec)
+
+    def name_errs(*details: str) -> tuple[Err, ...]:
+        return tuple(Err(NAME_RULE, "metadata.name", "Invalid", d) for d in details)
+
+    rfc1035 = "metadata.name must match RFC 1035 DNS label format"
+    too_long = "metadata.name must be no more than 63 characters"
+    testing = integration_runtimes()
+    cases = [
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with namespace scoped trainingRuntime",
+            new=tj(),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob referencing trainingRuntime not present in the namespace",
+            new=tj(runtime="invalid"),
+            cluster=testing,
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'TrainingRuntime.trainer.kubeflow.org "invalid" not found: specified trainingRuntime must be '
+                    "created before the TrainJob is created",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with namespace scoped trainingRuntime (ClusterTrainingRuntime)",
+            new=tj(kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with pre-trained model config when referencing a trainingRuntime without "
+            "an initializer",
+            new=tj(initializer={"model": {"storageUri": "hf://trainjob-model"}}),
+            cluster=integration_runtimes(model_container=False),
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    "must have container with name - model-initializer in the model-initializer job",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with dataset initializer when referencing a trainingRuntime without an "
+            "initializer",
+            new=tj(initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
+            cluster=integration_runtimes(dataset_container=False),
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    "must have container with name - dataset-initializer in the dataset-initializer job",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with dataset initializer when referencing a ClusterTrainingRuntime "
+            "with an initializer",
+            new=tj(kind=ctr, initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with valid trainer config for torch runtime",
+            new=tj(trainer={"numProcPerNode": 4}),
+            cluster=integration_runtimes(torch=True),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with trainer config having envs with reserved env names",
+            new=tj(trainer={"env": [{"name": "PET_NODE_RANK", "value": "1"}]}),
+            cluster=integration_runtimes(torch=True),
+            expected=(
+                Err(
+                    ML_POLICY,
+                    "spec.trainer.env",
+                    "Invalid",
+                    "must not have reserved envs, invalid envs configured: [PET_NODE_RANK]",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with valid RFC1035-compliant name",
+            new=tj("valid-job-name", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with name exactly 63 characters",
+            new=tj("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with uppercase letters in name",
+            new=tj("Invalid-job-name", kind=ctr),
+            cluster=testing,
+            expected=name_errs(rfc1035),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob starting with a digit",
+            new=tj("1jobname", kind=ctr),
+            cluster=testing,
+            expected=name_errs(rfc1035),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob ending with a hyphen",
+            new=tj("jobname-", kind=ctr),
+            cluster=testing,
+            expected=name_errs(rfc1035),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with name exceeding 63 characters",
+            new=tj("this-name-is-way-too-long-for-a-rfc1035-label-and-should-fail-validation", kind=ctr),
+            cluster=testing,
+            expected=name_errs(too_long),
+        ),
+    ]
+    # "TrainJob marker validations and defaulting": runtimes named "testing".
+    marker = tuple(dict(r, metadata={**r["metadata"], "name": "testing"}) for r in integration_runtimes())
+
+    def mj(name: str, **spec: Any) -> dict[str, Any]:
+        return trainjob(name, runtime="testing", kind=tr, spec=spec)
+
+    def sa_patch(manager: str, account: str) -> dict[str, Any]:
+        return patch(manager, [job_patch("node", {"serviceAccountName": account})])
+
+    def tgps(seconds: int) -> list[dict[str, Any]]:
+        return [patch("acme.io/manager", [job_patch("node", {"terminationGracePeriodSeconds": seconds})])]
+
+    managed_by_detail = "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"
+    cases += [
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with 'managedBy: trainer.kubeflow.org/trainjob-controller'",
+            new=mj("managed-by-trainjob-controller", managedBy="trainer.kubeflow.org/trainjob-controller"),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with 'managedBy: kueue.x-k8s.io/multukueue'",
+            new=mj("managed-by-trainjob-controller", managedBy="kueue.x-k8s.io/multikueue"),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should fail to create TrainJob with invalid managedBy",
+            new=mj("invalid-managed-by", managedBy="invalid"),
+            cluster=marker,
+            expected=(Err(MANAGED_BY, "spec.managedBy", "Invalid", managed_by_detail),),
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create trainJob with runtimePatches containing two replicated job patches",
+            new=mj(
+                "two-rjob-patches",
+                runtimePatches=[
+                    sa_patch("acme.io/manager-one", "custom-sa"),
+                    sa_patch("acme.io/manager-two", "custom-sa-two"),
+                ],
+            ),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create trainJob with valid RuntimePatches manager",
+            new=mj("valid-runtimepatches-manager", runtimePatches=[{"manager": "kueue.k8s.io/manager"}]),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should fail to create trainJob with invalid RuntimePatches manager",
+            new=mj("invalid-runtimepatches-manager", runtimePatches=[{"manager": "kueue.k8s.io/"}]),
+            cluster=marker,
+            # upstream: validation.IsDomainPrefixedPath(runtimePatchesPath.Child("manager"), ...) in the jobset plugin
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimePatches.manager",
+                    "Invalid",
+                    'must be a domain-prefixed path (such as "acme.io/foo")',
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with valid terminationGracePeriodSeconds in RuntimePatches",
+            new=mj("valid-termination-grace-period", runtimePatches=tgps(300)),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with zero terminationGracePeriodSeconds",
+            new=mj("zero-termination-grace-period", runtimePatches=tgps(0)),
+            cluster=marker,
+        ),
+    ]
+    # Updates: the API server hands over the stored object, i.e. with the CRD defaults (suspend false, managedBy).
+    defaults = {"suspend": False, "managedBy": "trainer.kubeflow.org/trainjob-controller"}
+
+    def stored(name: str, **spec: Any) -> dict[str, Any]:
+        return mj(name, **{**defaults, **spec})
+
+    def updated(obj: dict[str, Any], **spec: Any) -> dict[str, Any]:
+        return {**obj, "spec": {**obj["spec"], **spec}}
+
+    immutable = "field is immutable"
+    runtime_ref_old = stored("valid-runtimeref")
+    model_old = stored("valid-initializer", initializer={"model": {"storageUri": "s3://test/path"}})
+    trainer_old = stored("valid-trainer", trainer={"image": "test-image"})
+    nodesel_old = stored(
+        "valid-runtimepatches",
+        suspend=True,
+        runtimePatches=[patch("test.io/manager", [job_patch("node", {"nodeSelector": {"test": "test"}})])],
+    )
+    tgps_old = stored("immutable-termination-grace-period", runtimePatches=tgps(300))
+    managed_old = stored("valid-managed-by")
+    cases += [
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update managedBy",
+            old=managed_old,
+            new=updated(managed_old, managedBy="kueue.x-k8s.io/multikueue"),
+            cluster=marker,
+            expected=(Err(MANAGED_BY, "spec.managedBy", "Invalid", immutable),),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update runtimeRef",
+            old=runtime_ref_old,
+            new=updated(
+                runtime_ref_old, runtimeRef={**runtime_ref_old["spec"]["runtimeRef"], "name": "forbidden-update"}
+            ),
+            cluster=marker,
+            # The new runtime does not exist either: the webhook (after the CEL rule) would say so too.
+            expected=(
+                Err(IMMUTABLE, "spec.runtimeRef", "Invalid", immutable),
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'TrainingRuntime.trainer.kubeflow.org "forbidden-update" not found: specified trainingRuntime must '
+                    "be created before the TrainJob is created",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update initializer",
+            old=model_old,
+            new=updated(model_old, initializer={"model": {"storageUri": "s3://forbidden-update"}}),
+            cluster=marker,
+            # upstream's file (newer than v2.3) expects a webhook denial (Forbidden); in v2.2/v2.3 the CRD's CEL
+            # rule `self == oldSelf` on spec.initializer denies it (Invalid), which is what this project reproduces.
+            expected=(Err(IMMUTABLE, "spec.initializer", "Invalid", immutable),),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update trainer",
+            old=trainer_old,
+            new=updated(trainer_old, trainer={"image": "forbidden-update"}),
+            cluster=marker,
+            expected=(Err(IMMUTABLE, "spec.trainer", "Invalid", immutable),),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should succeed to update runtimePatches when suspend is true",
+            old=nodesel_old,
+            new=updated(
+                nodesel_old,
+                runtimePatches=[patch("test.io/manager", [job_patch("node", {"nodeSelector": {"allow": "update"}})])],
+            ),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update TrainJob terminationGracePeriodSeconds after creation",
+            old=tgps_old,
+            new=updated(tgps_old, runtimePatches=tgps(600)),
+            cluster=marker,
+            expected=(
+                Err(
+                    MUTABILITY,
+                    "spec.runtimePatches",
+                    "Forbidden",
+                    "RuntimePatches can only be modified when the TrainJob is suspended"
+                    + (" before or after the update" if profile == "v2.3" else ""),
+                ),
+            ),
+        ),
+    ]
+    return cases
+
+
 CASES: list[Upstream] = [
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _replicated_jobs_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _jobset_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
+    *(case for p in ("v2.2", "v2.3") for case in _integration_cases(p)),
 ]
 
 

@@ -730,7 +730,13 @@ def _replicated_jobs_cases(profile: str) -> list[Upstream]:
 
 
 def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
+    """v2.0: the HEAD side (ODH's v2.0 branch) of opendatahub-io/trainer@2b24c76, where `test-runtime` always exists
+    and the webhook checks the name; v2.1: the v2.1.0 side of that merge; v2.2/v2.3: kubeflow/trainer@09786c6."""
     src = f"{TRAINJOB_WEBHOOK} TestValidateCreate"
+    if profile == "v2.0":
+        src += " [opendatahub-io/trainer@2b24c76 HEAD side]"
+    elif profile == "v2.1":
+        src += " [opendatahub-io/trainer@2b24c76 v2.1.0 side]"
     runtime = runtime_object("ClusterTrainingRuntime", jobset_wrapper_jobs(), "test-runtime")
     deprecated = runtime_object(
         "ClusterTrainingRuntime",
@@ -738,13 +744,79 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
         "test-runtime",
         labels={"trainer.kubeflow.org/support": "deprecated"},
     )
-    return [
+    not_found = Err(
+        RUNTIME_REF,
+        "spec.runtimeRef",
+        "Invalid",
+        'ClusterTrainingRuntime.trainer.kubeflow.org "unsupported-runtime" not found: specified '
+        "clusterTrainingRuntime must be created before the TrainJob is created",
+    )
+    not_synced = Err(
+        RUNTIME_REF,
+        "spec.runtimeRef",
+        "Internal",
+        "ClusterTrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read",
+    )
+    cases = [
         Upstream(
             profile,
             src,
             "valid trainjob name compliant with RFC 1035",
             new=trainjob("valid-job-name", runtime="test-runtime"),
             cluster=(runtime,),
+        ),
+    ]
+    if profile == "v2.0":
+        return [
+            *cases,
+            Upstream(
+                profile,
+                src,
+                "invalid trainjob name with uppercase letters",
+                new=trainjob("Invalid-job-name", runtime="test-runtime"),
+                cluster=(runtime,),
+                # one Invalid at metadata.name (upstream ignores Detail; IsDNS1035Label's regex error)
+                expected=(
+                    Err(
+                        NAME_RULE,
+                        "metadata.name",
+                        "Invalid",
+                        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                        "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                        "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                    ),
+                ),
+            ),
+            Upstream(
+                profile,
+                src,
+                "unsupported runtime",
+                new=trainjob("valid-job-name", runtime="unsupported-runtime"),
+                cluster=(runtime,),
+                # upstream: field.Invalid at `spec.RuntimeRef`; this project reports it at spec.runtimeRef
+                # (docs/policies/trainjob-runtime-ref.md: the typo is not copied).
+                expected=(not_found,),
+            ),
+        ]
+    return [
+        *cases,
+        Upstream(
+            profile,
+            src,
+            "unsupported runtime",
+            new=trainjob("valid-job-name", runtime="unsupported-runtime"),
+            # No runtime exists at all. Upstream answers NotFound at `spec.RuntimeRef`; with no ClusterTrainingRuntime
+            # in data.inventory this project cannot tell a missing runtime from an unsynced kind and says so
+            # (docs/policies/trainjob-runtime-ref.md; the shared spec's E3: "say so instead of guessing").
+            expected=(not_synced,),
+        ),
+        Upstream(
+            profile,
+            f"{src} [variant: another ClusterTrainingRuntime synced]",
+            "unsupported runtime",
+            new=trainjob("valid-job-name", runtime="unsupported-runtime"),
+            cluster=(runtime_object("ClusterTrainingRuntime", jobset_wrapper_jobs(), "test-runtime"),),
+            expected=(not_found,),
         ),
         Upstream(
             profile,
@@ -764,25 +836,6 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
                 ),
             ),
             warn_only=True,
-        ),
-        Upstream(
-            profile,
-            src,
-            "unsupported runtime",
-            new=trainjob("valid-job-name", runtime="unsupported-runtime"),
-            # upstream: field.Invalid at `spec.RuntimeRef` (NotFound). This project reports it at spec.runtimeRef
-            # (docs/policies/trainjob-runtime-ref.md: the typo is not copied); another ClusterTrainingRuntime is in
-            # the inventory so that the kind counts as synced (with none at all the rule says "not synced").
-            cluster=(runtime_object("ClusterTrainingRuntime", jobset_wrapper_jobs(), "other-runtime"),),
-            expected=(
-                Err(
-                    RUNTIME_REF,
-                    "spec.runtimeRef",
-                    "Invalid",
-                    'ClusterTrainingRuntime.trainer.kubeflow.org "unsupported-runtime" not found: specified '
-                    "clusterTrainingRuntime must be created before the TrainJob is created",
-                ),
-            ),
         ),
     ]
 
@@ -1161,7 +1214,7 @@ def _integration_cases(profile: str) -> list[Upstream]:
 
 CASES: list[Upstream] = [
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _replicated_jobs_cases(p)),
-    *(case for p in ("v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
+    *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _jobset_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),

@@ -840,6 +840,43 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
     ]
 
 
+# --- torchtune_test.go TestGetModelFromRuntimeRef (v2.3 era): the model the torchtune checks derive -------------
+
+TORCHTUNE = "pkg/runtime/framework/plugins/torch/torchtune_test.go"
+
+
+def _torchtune_model_cases(profile: str) -> list[Upstream]:
+    """Each runtimeRef name of the helper's table, seen through the webhook: a `tune run` TrainJob referencing a torch
+    ClusterTrainingRuntime of that name. A normalized model that upstream supports is admitted; "" (fewer or more than
+    three `-` parts) is reported as an unsupported model. ("empty name returns empty" has no admission form: the CRD
+    requires runtimeRef.name.)"""
+    src = f"{TORCHTUNE} TestGetModelFromRuntimeRef"
+
+    def tune(runtime: str) -> dict[str, Any]:
+        return trainjob(runtime=runtime, spec={"trainer": {"command": ["tune", "run"]}})
+
+    def unsupported(model: str) -> tuple[Err, ...]:
+        return (
+            Err(
+                ML_POLICY,
+                "spec.runtimeRef.name",
+                "Invalid",
+                f"must have a supported pretrained model, invalid model configured: {model}",
+            ),
+        )
+
+    table = [
+        ("llama3.2 1B is normalized", "torchtune-llama3.2-1b", ()),
+        ("qwen2.5 1.5B is normalized", "torchtune-qwen2.5-1.5b", ()),
+        ("fewer than three parts returns empty", "torchtune-llama3.2", unsupported("")),
+        ("more than three parts returns empty", "torchtune-llama3.2-1b-extra", unsupported("")),
+    ]
+    return [
+        Upstream(profile, src, name, new=tune(runtime), cluster=(torch_runtime(runtime),), expected=expected)
+        for name, runtime, expected in table
+    ]
+
+
 # --- test/integration/webhooks/trainjob_test.go (envtest: only the status class is asserted upstream) ------------
 
 INTEGRATION = "test/integration/webhooks/trainjob_test.go"
@@ -1219,6 +1256,7 @@ CASES: list[Upstream] = [
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _integration_cases(p)),
+    *_torchtune_model_cases("v2.3"),
 ]
 
 

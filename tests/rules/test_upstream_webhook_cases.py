@@ -1,29 +1,63 @@
 """Kubeflow Trainer's own webhook test tables, replayed through each profile's whole bundle.
 
-Each param is one case of an upstream table (its id: profile, upstream file, table, case name), translated from the
-testing wrappers (pkg/util/testing/wrapper.go) into the objects the API server would send, with the runtime(s) the
-webhook would have looked up in the inventory. The expected violations are upstream's field errors (path, type,
-detail) as this project renders them (`<field>: <Type>: <detail>`, what `trainer-policy review` prints), plus what
-other upstream mechanisms (the CRD's CEL rules, which the plugin unit tests never run) would say about the same
-request. Where this project deliberately differs from upstream, the case says so and cites the rule's docs.
+Each param is one case of an upstream table (its id: profile, upstream file and table, case name), translated from the
+testing wrappers (pkg/util/testing/wrapper.go: MakeTrainJobWrapper, MakeJobSetWrapper, MakeTrainJobTrainerWrapper, ...)
+into the objects the API server would send, with the runtime(s) the webhook would have looked up in the inventory.
+The expected violations are upstream's field errors (path, type, detail) as this project renders them
+(`<field>: <Type>: <detail>`, what `trainer-policy review` prints), plus what other upstream mechanisms (the CRD's
+CEL rules, which the plugin unit tests never run) say about the same request. Where this project deliberately
+differs from upstream, the case says so and cites the rule's docs.
 
-Upstream sources (kubeflow/trainer; the index exposes no tags, so each profile's snapshot is chosen by content
-as in docs/upstream/trainjob-admission.md §1 and §7):
+Upstream sources. The index exposes no git tags, so each profile's snapshot is chosen by content (API fields,
+messages, module path) as in docs/upstream/trainjob-admission.md §1; "index N" is a stored file version without a
+commit (read_file id=N).
 
-  v2.3  pkg/runtime/framework/plugins/jobset/jobset_test.go TestValidate: index id 61955559222 (RuntimePatches,
-        old-or-new suspend rule `... suspended before or after the update`, the atomic-update cases). That file is
-        newer than v2.3.0: it also has the volumeMount/volumeClaimPolicies initializer cases, whose check
-        (`must have volumeMount with name - initializer ...`) is absent from the v2.3-era jobset.go
-        (panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce), so those four cases are not replayed.
-  v2.2  pkg/runtime/framework/plugins/jobset/jobset_test.go TestValidate @ fba75718da8c67764856e69721dfee97a955998b
-        (RuntimePatches, new-object suspend rule `RuntimePatches can only be modified when the TrainJob is suspended`).
+  v2.0  pkg/runtime/framework/plugins/jobset/jobset_test.go TestValidate: index 6263776905 (PodSpecOverrides,
+          pre-release, CREATE only: initializer and override-content cases) and the HEAD side of
+          opendatahub-io/trainer@2b24c767964da23a35e76f0543782bc1e5d23799 (ODH's v2.0 branch, merge with v2.1.0 in
+          progress) for the PodSpecOverrides mutability cases.
+        pkg/webhooks/trainingruntime_webhook_test.go TestValidateReplicatedJobs:
+          toVersus/trainer@6cef6cf478298128f6fb617d3874b2aad697cfb3 (launcher reserved by name).
+        pkg/webhooks/trainjob_webhook_test.go TestValidateCreate: HEAD side of opendatahub-io/trainer@2b24c76.
+  v2.1  jobset_test.go TestValidate and trainjob_webhook_test.go TestValidateCreate: the `v2.1.0` side of
+          opendatahub-io/trainer@2b24c76 (the tag itself).
+        trainingruntime_webhook_test.go TestValidateReplicatedJobs:
+          szaher/trainer@b02eb5b27a4b5b08ccc5b946e1e08d8f3f31a5fe (required container, no launcher rule;
+          kubeflow/trainer@6090bbe has a transitional table with both and stands for no release).
+  v2.2  jobset_test.go, torch_test.go TestTorchValidate, mpi_test.go TestValidate:
+          kubeflow/trainer@fba75718da8c67764856e69721dfee97a955998b (RuntimePatches, new-object suspend rule).
+        trainingruntime_webhook_test.go: szaher/trainer@b02eb5b (the same four cases as
+          kubeflow/trainer@3c8b998afa6b3e0a8979e8eda216f3c6c0b2164f without its post-v2.3 DRA claim cases).
+        trainjob_webhook_test.go TestValidateCreate: kubeflow/trainer@09786c618f82ab617c625545d85b502aa56a9f4f.
+        test/integration/webhooks/trainjob_test.go: index 60515280550 (RuntimePatches era; newer than v2.3, see below).
+  v2.3  jobset_test.go TestValidate: index 61955559222 (old-or-new suspend rule `... suspended before or after the
+          update`, the atomic-update cases). That file is newer than v2.3.0: its four volumeMount/volumeClaimPolicies
+          initializer cases test a check absent from the v2.3-era jobset.go
+          (panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce) and are not replayed.
+        torch_test.go TestTorchValidate: panpan0000/kubeflow-trainer@aa091a0 (the same ten cases as v2.2's).
+        mpi_test.go TestValidate: v2.2's table (@fba7571; no v2.3 copy is stored; the MPI checks did not change).
+        torchtune_test.go TestGetModelFromRuntimeRef: kubeflow/trainer@1162cd765754fe1b08e0710c47d1b04623d3b454.
+        trainingruntime_webhook_test.go, trainjob_webhook_test.go, test/integration/webhooks/trainjob_test.go: as v2.2.
 
 Translation of the plugin tables (TestValidate of a framework plugin): upstream passes the runtime template
 directly as `info.TemplateSpec.ObjApply`; here that template is the ClusterTrainingRuntime `test-runtime` in the
 inventory and the TrainJob references it (runtimeRef with the CRD's defaults for kind and apiGroup), which is what
 the webhook looks up before calling the plugin. `clientErr: NotFound` is "no JobSet in the inventory"; a
 `clientErr` of any other kind is a provider failure in the external-data variant (the synced variant has no
-lookup that can fail).
+lookup that can fail). TestValidateReplicatedJobs is replayed for both runtime kinds (both webhooks call it).
+The integration tables assert only the status class (Succeed, Forbidden, Invalid): the outcome is upstream's, the
+messages are this project's renderings of the upstream check that produces it.
+
+Not replayed (no admission form, or no rule of this bundle covers it):
+  - plugin cases with `info: nil` ("no action when info is nil"): the webhook always builds info.
+  - post-v2.3 checks: jobset volumeMount/volumeClaimPolicies, DRA resourceClaims (runtime webhook and integration),
+    Flux numProcPerNode and flux-installer, the TrainingRuntime deprecation warning (first release unconfirmed).
+  - CRD OpenAPI schema checks without a rule here: storageUri patterns, command/args max length, negative
+    terminationGracePeriodSeconds, mlPolicy one-of and mpiImplementation enum (test/integration/webhooks/
+    trainingruntime_webhook_test.go), negative coscheduling timeout (clustertrainingruntime_webhook_test.go).
+  - the ClusterTrainingRuntime deprecation unit test at kubeflow/trainer@14e3b81: it labels the runtime with
+    constants.LabelDeprecated/DeprecatedTrueValue, a label of no release this project targets
+    (trainer.kubeflow.org/support: deprecated is covered by runtime-deprecated's own cases).
 """
 
 from __future__ import annotations
@@ -34,17 +68,17 @@ from typing import Any
 import pytest
 
 from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
 from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy.profiles import generated_profiles
 from kubeflow_trainer_policy_provider.documents import Document
 from tests.rules.helpers import review_cli, runner_review
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 RUNTIME = "test-runtime"
 JOBSET_PLUGIN = "pkg/runtime/framework/plugins/jobset/jobset_test.go"
-
-CEL = "the CRD's CEL rule (pkg/apis/trainer/v1alpha1/trainjob_types.go); the plugin test calls Validate directly"
 
 
 @dataclass(frozen=True)
@@ -1287,8 +1321,6 @@ def _reported(tmp_path, case: Upstream) -> tuple[bool, list[tuple[str, str]]]:
         return result.body["allowed"], sorted((v["constraint"], v["msg"]) for v in result.body["violations"])
     request = request_from_document(Document("upstream", _review_document(case)))
     assert isinstance(request, AdmissionRequest)
-    from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
-
     result = runner_review(
         case.profile,
         request,
@@ -1309,6 +1341,8 @@ def test_upstream_case(tmp_path, case: Upstream):
 
 
 def test_every_profile_replays_upstream_cases():
-    counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.2", "v2.3")}
-    assert all(n >= 15 for n in counts.values()), counts
+    """Each profile replays the tables of its own release line; every id is unique."""
+    counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.0", "v2.1", "v2.2", "v2.3")}
+    assert counts == {"v2.0": 28, "v2.1": 31, "v2.2": 75, "v2.3": 82}, counts
     assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.profile for c in CASES} == {p.name for p in generated_profiles()}

@@ -36,6 +36,8 @@ commit (read_file id=N).
           (panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce) and are not replayed.
         torch_test.go TestTorchValidate: panpan0000/kubeflow-trainer@aa091a0 (the same ten cases as v2.2's).
         mpi_test.go TestValidate: v2.2's table (@fba7571; no v2.3 copy is stored; the MPI checks did not change).
+  (v2.0 and v2.1 also replay mpi_test.go TestValidate from index 5687844669: IntOrString numProcPerNode, with
+  upstream's `must have an int value for MPI TrainJob` check.)
         torchtune_test.go TestGetModelFromRuntimeRef: kubeflow/trainer@1162cd765754fe1b08e0710c47d1b04623d3b454.
         trainingruntime_webhook_test.go, trainjob_webhook_test.go, test/integration/webhooks/trainjob_test.go: as v2.2.
 
@@ -581,7 +583,8 @@ def pod_set(name: str, ancestor: str | None) -> dict[str, Any]:
 
 
 def _mpi_cases(profile: str) -> list[Upstream]:
-    src = f"{MPI_PLUGIN} TestValidate"
+    """v2.2/v2.3: @fba7571; v2.0/v2.1: index 5687844669 (IntOrString numProcPerNode, with the int check)."""
+    src = f"{MPI_PLUGIN} TestValidate" + (" [index 5687844669]" if profile in ("v2.0", "v2.1") else "")
     launcher_detail = (
         "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either launcher and node"
     )
@@ -605,6 +608,25 @@ def _mpi_cases(profile: str) -> list[Upstream]:
             old=trainjob(),
             new=trainjob(),
             cluster=(cluster_runtime([], mlPolicy={}),),
+        ),
+        *(
+            [
+                u(
+                    "numProcPerNode typed is string",
+                    new=trainjob(spec={"trainer": {"numProcPerNode": "invalid"}}),
+                    cluster=(mpi_runtime(None, []),),
+                    expected=(
+                        Err(
+                            ML_POLICY,
+                            "spec.trainer.numProcPerNode",
+                            "Invalid",
+                            "must have an int value for MPI TrainJob",
+                        ),
+                    ),
+                )
+            ]
+            if profile in ("v2.0", "v2.1")
+            else []
         ),
         u(
             "numProcPerNode typed is int",
@@ -1288,7 +1310,7 @@ CASES: list[Upstream] = [
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _trainjob_validate_create_cases(p)),
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _jobset_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
-    *(case for p in ("v2.2", "v2.3") for case in _mpi_cases(p)),
+    *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _mpi_cases(p)),
     *(case for p in ("v2.2", "v2.3") for case in _integration_cases(p)),
     *_torchtune_model_cases("v2.3"),
 ]
@@ -1343,6 +1365,6 @@ def test_upstream_case(tmp_path, case: Upstream):
 def test_every_profile_replays_upstream_cases():
     """Each profile replays the tables of its own release line; every id is unique."""
     counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.0", "v2.1", "v2.2", "v2.3")}
-    assert counts == {"v2.0": 28, "v2.1": 31, "v2.2": 75, "v2.3": 82}, counts
+    assert counts == {"v2.0": 36, "v2.1": 39, "v2.2": 75, "v2.3": 82}, counts
     assert len({c.id for c in CASES}) == len(CASES)
     assert {c.profile for c in CASES} == {p.name for p in generated_profiles()}

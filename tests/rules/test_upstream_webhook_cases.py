@@ -649,11 +649,15 @@ def _torch_v20_cases(profile: str = "v2.0") -> list[Upstream]:
             new=tune("torchtune-llama3.2-7b", 2),
             cluster=(rt("torchtune-llama3.2-7b"),),
             expected=(err("spec.trainer.numNodes", "must be 1 for llama3_2/7B model"),),
-            # UNRESOLVED: this pre-release table treats llama3_2/7B as supported (only the numNodes error); every
-            # stored constants.go (v2.1 era on, index 5733136328 / 51779942195) lists llama3_2/1B, llama3_2/3B,
-            # llama3_3/70B, qwen2_5/1.5B, which trainjob-ml-policy uses for all profiles (its catalog case
-            # `torchtune_unsupported_model`). The v2.0.0 constants are not in the index, so which set v2.0.0 shipped is
-            # not established; until it is, the bundle's extra error is asserted here so a change shows up.
+            # UNRESOLVED: this pre-release table treats llama3_2/7B as supported (only the numNodes error), as do
+            # the pre-/v2-module constants (toVersus/trainer@040b34e1e6b5a12232401eb5ab32a5c873254b73:
+            # TorchTuneSupportedPretrainedModels = {llama3_2/1B, llama3_2/7B, llama3_3/70B}, the shared spec's list).
+            # Every later stored constants.go (index 5733136328, 51779942195) lists llama3_2/1B, llama3_2/3B,
+            # llama3_3/70B, qwen2_5/1.5B, which trainjob-ml-policy uses for every profile (catalog case
+            # `torchtune_unsupported_model`), and upstream has shipped a torchtune-llama3.2-3b runtime since the same
+            # early era (manifests/base/runtimes/torchtune/llama3_2/llama3_2_3B.yaml @2263055), never a 7B one. The
+            # v2.0.0 constants are not in the index, so the v2.0 set is not established; until it is, the bundle's
+            # extra error is asserted here so that a change shows up.
             also=(
                 err(
                     "spec.runtimeRef.name",

@@ -22,6 +22,7 @@ commit (read_file id=N).
         torch_test.go TestValidate: index 5674117605 (IntOrString numProcPerNode, same era as the jobset table);
           its llama3_2/7B case disagrees with the bundle, see the case (UNRESOLVED).
         mpi_test.go TestValidate: index 5687844669 (also replayed for v2.1).
+        test/integration/webhooks/trainjob_test.go: index 6376327860 (PodSpecOverrides era).
   v2.1  jobset_test.go TestValidate and trainjob_webhook_test.go TestValidateCreate: the `v2.1.0` side of
           opendatahub-io/trainer@2b24c76 (the tag itself).
         trainingruntime_webhook_test.go TestValidateReplicatedJobs:
@@ -998,6 +999,278 @@ def _trainjob_validate_create_cases(profile: str) -> list[Upstream]:
     ]
 
 
+def _integration_v20_cases(profile: str = "v2.0") -> list[Upstream]:
+    """test/integration/webhooks/trainjob_test.go at index 6376327860: the v2.0-era file (PodSpecOverrides,
+    IntOrString numProcPerNode). Its name table expects Invalid (422), i.e. the CRD's CEL rules already rejected bad
+    names; this project's v2.0 profile reproduces the v2.0 webhook's own name check (the DNS-1035 details, see
+    docs/policies/trainjob-name.md), so the outcome is the same and the message is the webhook's."""
+    src = f"{INTEGRATION} [index 6376327860]"
+    create_src = f"{src} Validate-TrainJob-on-creation"
+    names_src = f"{src} RFC1035-compliant-TrainJob-name-validation"
+    marker_src = f"{src} markers:Validate-TrainJob-on-creation"
+    update_src = f"{src} markers:Validate-TrainJob-on-update"
+    tr, ctr = "TrainingRuntime", "ClusterTrainingRuntime"
+    regex = (
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+        "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+        "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    )
+
+    def tj(name: str = "train-job", kind: str = tr, runtime: str = "training-runtime", **spec: Any) -> dict[str, Any]:
+        return trainjob(name, runtime=runtime, kind=kind, spec=spec)
+
+    def name_errs(*details: str) -> tuple[Err, ...]:
+        return tuple(Err(NAME_RULE, "metadata.name", "Invalid", d) for d in details)
+
+    testing = integration_runtimes()
+    mpi = integration_runtimes()
+    mpi[0]["spec"]["mlPolicy"] = {"mpi": {}}
+    torch = integration_runtimes(torch=True)
+    marker = tuple(dict(r, metadata={**r["metadata"], "name": "testing"}) for r in integration_runtimes())
+
+    def mj(name: str, **spec: Any) -> dict[str, Any]:
+        return trainjob(name, runtime="testing", kind=tr, spec=spec)
+
+    managed = mj("valid-managed-by", suspend=False, managedBy="trainer.kubeflow.org/trainjob-controller")
+    runtime_ref = mj("valid-runtimeref", suspend=False, managedBy="trainer.kubeflow.org/trainjob-controller")
+    return [
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with namespace scoped trainingRuntime",
+            new=tj(),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob referencing trainingRuntime not present in the namespace",
+            new=tj(runtime="invalid"),
+            cluster=testing,
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'TrainingRuntime.trainer.kubeflow.org "invalid" not found: specified trainingRuntime must be '
+                    "created before the TrainJob is created",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with namespace scoped trainingRuntime (ClusterTrainingRuntime)",
+            new=tj(kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with pre-trained model config when referencing a trainingRuntime without "
+            "an initializer",
+            new=tj(initializer={"model": {"storageUri": "hf://trainjob-model"}}),
+            cluster=integration_runtimes(model_container=False),
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    "must have container with name - model-initializer in the model-initializer job",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with dataset initializer when referencing a trainingRuntime without an "
+            "initializer",
+            new=tj(initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
+            cluster=integration_runtimes(dataset_container=False),
+            expected=(
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    "must have container with name - dataset-initializer in the dataset-initializer job",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with dataset initializer when referencing a ClusterTrainingRuntime "
+            "with an initializer",
+            new=tj(kind=ctr, initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with invalid trainer config for mpi runtime",
+            new=tj(trainer={"numProcPerNode": "invalid"}),
+            cluster=mpi,
+            expected=(
+                Err(ML_POLICY, "spec.trainer.numProcPerNode", "Invalid", "must have an int value for MPI TrainJob"),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with invalid trainer config for torch runtime",
+            new=tj(trainer={"numProcPerNode": "invalid"}),
+            cluster=torch,
+            expected=(
+                Err(ML_POLICY, "spec.trainer.numProcPerNode", "Invalid", "must have an int value or [auto cpu gpu]"),
+            ),
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should succeed in creating trainJob with valid trainer config for torch runtime",
+            new=tj(trainer={"numProcPerNode": "auto"}),
+            cluster=torch,
+        ),
+        Upstream(
+            profile,
+            create_src,
+            "Should fail in creating trainJob with trainer config having envs with reserved env names",
+            new=tj(trainer={"numProcPerNode": "auto", "env": [{"name": "PET_NODE_RANK", "value": "1"}]}),
+            cluster=torch,
+            expected=(
+                Err(
+                    ML_POLICY,
+                    "spec.trainer.env",
+                    "Invalid",
+                    "must not have reserved envs, invalid envs configured: [PET_NODE_RANK]",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with valid RFC1035-compliant name",
+            new=tj("valid-job-name", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with name exactly 63 characters",
+            new=tj("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with uppercase letters in name",
+            new=tj("Invalid-job-name", kind=ctr),
+            cluster=testing,
+            expected=name_errs(regex),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob starting with a digit",
+            new=tj("1jobname", kind=ctr),
+            cluster=testing,
+            expected=name_errs(regex),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob ending with a hyphen",
+            new=tj("jobname-", kind=ctr),
+            cluster=testing,
+            expected=name_errs(regex),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with name exceeding 63 characters",
+            new=tj("this-name-is-way-too-long-for-a-rfc1035-label-and-should-fail-validation", kind=ctr),
+            cluster=testing,
+            expected=name_errs("must be no more than 63 characters"),
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with 'managedBy: trainer.kubeflow.org/trainjob-controller'",
+            new=mj("managed-by-trainjob-controller", managedBy="trainer.kubeflow.org/trainjob-controller"),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should succeed to create TrainJob with 'managedBy: kueue.x-k8s.io/multukueue'",
+            new=mj("managed-by-trainjob-controller", managedBy="kueue.x-k8s.io/multikueue"),
+            cluster=marker,
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should fail to create TrainJob with invalid managedBy",
+            new=mj("invalid-managed-by", managedBy="invalid"),
+            cluster=marker,
+            expected=(
+                Err(
+                    MANAGED_BY,
+                    "spec.managedBy",
+                    "Invalid",
+                    "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set",
+                ),
+            ),
+        ),
+        Upstream(
+            profile,
+            marker_src,
+            "Should fail in creating trainJob with podSpecOverrides have duplicated targetJob",
+            new=mj(
+                "invalid-pod-spec-overrides",
+                podSpecOverrides=[
+                    {"targetJobs": [{"name": "node"}], "serviceAccountName": "custom-sa"},
+                    {"targetJobs": [{"name": "node"}], "serviceAccountName": "custom-sa-two"},
+                ],
+            ),
+            cluster=marker,
+            expected=(Err(RUNTIME_REF, "spec.podSpecOverrides", "Duplicate", '"node"'),),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update TrainJob managedBy",
+            old=managed,
+            new={**managed, "spec": {**managed["spec"], "managedBy": "kueue.x-k8s.io/multikueue"}},
+            cluster=marker,
+            expected=(Err(MANAGED_BY, "spec.managedBy", "Invalid", "ManagedBy value is immutable"),),
+        ),
+        Upstream(
+            profile,
+            update_src,
+            "Should fail to update runtimeRef",
+            old=runtime_ref,
+            new={
+                **runtime_ref,
+                "spec": {
+                    **runtime_ref["spec"],
+                    "runtimeRef": {**runtime_ref["spec"]["runtimeRef"], "name": "forbidden-update"},
+                },
+            },
+            cluster=marker,
+            expected=(
+                Err(IMMUTABLE, "spec.runtimeRef", "Invalid", "runtimeRef is immutable"),
+                Err(
+                    RUNTIME_REF,
+                    "spec.runtimeRef",
+                    "Invalid",
+                    'TrainingRuntime.trainer.kubeflow.org "forbidden-update" not found: specified trainingRuntime must '
+                    "be created before the TrainJob is created",
+                ),
+            ),
+        ),
+    ]
+
+
 # --- torchtune_test.go TestGetModelFromRuntimeRef (v2.3 era): the model the torchtune checks derive -------------
 
 TORCHTUNE = "pkg/runtime/framework/plugins/torch/torchtune_test.go"
@@ -1414,6 +1687,7 @@ CASES: list[Upstream] = [
     *_torch_v20_cases(),
     *(case for p in ("v2.2", "v2.3") for case in _torch_cases(p)),
     *(case for p in ("v2.0", "v2.1", "v2.2", "v2.3") for case in _mpi_cases(p)),
+    *_integration_v20_cases(),
     *(case for p in ("v2.2", "v2.3") for case in _integration_cases(p)),
     *_torchtune_model_cases("v2.3"),
 ]
@@ -1468,6 +1742,6 @@ def test_upstream_case(tmp_path, case: Upstream):
 def test_every_profile_replays_upstream_cases():
     """Each profile replays the tables of its own release line; every id is unique."""
     counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.0", "v2.1", "v2.2", "v2.3")}
-    assert counts == {"v2.0": 45, "v2.1": 39, "v2.2": 75, "v2.3": 82}, counts
+    assert counts == {"v2.0": 67, "v2.1": 39, "v2.2": 75, "v2.3": 82}, counts
     assert len({c.id for c in CASES}) == len(CASES)
     assert {c.profile for c in CASES} == {p.name for p in generated_profiles()}

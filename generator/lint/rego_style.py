@@ -80,10 +80,13 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
     if not text.endswith("\n") or text.endswith("\n\n"):
         problem(len(text.splitlines()), "the file must end with exactly one newline")
     lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
-    depth = 0
     with_level: int | None = None
     stack: list[bool] = []
     """One entry per open bracket: True for a collection or call (its last entry needs a trailing comma)."""
+    indents: list[bool] = []
+    """One entry per open bracket: whether the lines after it are indented one more level. Only the last
+    bracket a line leaves open indents: writeIterable, writeComprehensionBody and writeBody go one level
+    up only for a sequence or body that starts on a new line; `f({` or `({...} | {x |` indent once."""
     previous_code = ""
     previous_was_block_end = False
     imports: list[str] = []
@@ -103,12 +106,15 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
             problem(number, "indentation must be tabs")
         code = code_of(line)
         stripped = code.strip()
-        leading, net = _depth_change(code)
+        leading, _ = _depth_change(code)
+        depth = sum(indents)
+        closed = indents[len(indents) - leading :] if leading else []
+        del indents[len(indents) - len(closed) :]
         if stripped.startswith("with ") and depth > 0:
             with_level = depth if with_level is None else with_level
         elif depth == (with_level or 0) and not stripped.startswith(tuple(CLOSERS)):
             with_level = None
-        expected = depth - leading + (1 if with_level is not None else 0)
+        expected = depth - sum(closed) + (1 if with_level is not None else 0)
         if stripped and len(indent) != expected:
             problem(number, f"indentation {indent!r}: `opa fmt` indents this line by {expected} tabs")
         if leading and lines[number - 2].strip() == "":
@@ -116,27 +122,33 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
         for _ in range(leading):
             if stack and stack.pop() and not previous_code.endswith(","):
                 problem(number - 1, "a multi-line collection or call needs a comma after its last entry")
-        if depth == 0 and stripped and not stripped.startswith(tuple(CLOSERS)) and previous_was_block_end:
+        if not indents and stripped and not stripped.startswith(tuple(CLOSERS)) and previous_was_block_end:
             problem(number, "a blank line must separate this rule from the multi-line rule before it")
         if re.search(r"[\[({] |[^\s] [\])}]|,[^\s]", stripped.replace("{ }", "{}")):
             problem(number, "no space inside brackets, one space after a comma")
+        base = len(indents)
         for char in code.strip()[leading:]:
             if char in OPENERS:
                 stack.append(False)
+                indents.append(False)
             elif char in CLOSERS and stack:
                 stack.pop()
+                if indents:
+                    indents.pop()
+                base = min(base, len(indents))
+        if len(indents) > base:
+            indents[-1] = True
         if stripped.endswith(tuple(OPENERS)) and stack:
             stack[-1] = not _BODY_OPENER.search(stripped)
         elif stripped.endswith("|") and stack:
             stack[-1] = False
-        if depth == 0 and line.startswith("import "):
+        if depth == 0 and not closed and line.startswith("import "):
             if seen_rule:
                 problem(number, "imports must come before the rules")
             imports.append(line)
         elif depth == 0 and stripped and not line.startswith("package "):
             seen_rule = True
-        depth = max(depth + net, 0)
-        previous_was_block_end = depth == 0 and stripped.startswith(tuple(CLOSERS))
+        previous_was_block_end = not indents and stripped.startswith(tuple(CLOSERS))
         previous_code = code
     if imports != sorted(imports):
         problem(1, "imports must be sorted (opa fmt sorts them)")

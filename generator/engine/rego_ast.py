@@ -28,7 +28,8 @@ class RegoParser:
     def __init__(self) -> None:
         self._engine: EmbeddedOpaEngine | None = None
 
-    def parse(self, file: str, source: str) -> ModuleFacts:
+    def parse_raw(self, file: str, source: str) -> dict[str, Any]:
+        """The module's AST as OPA's rego.parse_module gives it (no locations)."""
         if self._engine is None:
             self._engine = EmbeddedOpaEngine()
         try:
@@ -37,7 +38,10 @@ class RegoParser:
             self._engine.close()
             self._engine = None
             raise
-        module = result.bindings[0]["m"]
+        return result.bindings[0]["m"]
+
+    def parse(self, file: str, source: str) -> ModuleFacts:
+        module = self.parse_raw(file, source)
         return ModuleFacts(
             package=".".join(_ref_names(module["package"]["path"])[1:]),
             rule_names=frozenset(_rule_name(rule) for rule in module.get("rules") or []),

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kubeflow_trainer_policy.lint.parens import check_lines
+
 OPENERS = {"{": "}", "[": "]", "(": ")"}
 CLOSERS = set(OPENERS.values())
 _BODY_OPENER = re.compile(r"(\bif|\belse|^\s*every\b.*|\bnot) \{$")
@@ -148,13 +150,116 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
             imports.append(line)
         elif depth == 0 and stripped and not line.startswith("package "):
             seen_rule = True
+        for message in _formatter_rules(line, code, top=depth == 0, closes_to_top=bool(closed) and not indents):
+            problem(number, message)
+        if depth == 0 and not stripped and line.startswith("#") and number > 1:
+            above = lines[number - 2]
+            if above.strip() and not above.startswith("#") and not above.startswith("package "):
+                problem(number, "`opa fmt` puts a blank line between a rule and the comment below it (writeRules)")
+        if depth == 0 and stripped and number > 1 and not stripped.startswith(("import ", "package ", "else")):
+            above = code_of(lines[number - 2]).strip()
+            if above.startswith("default ") and not lines[number - 2].startswith("\t"):
+                problem(number, "`opa fmt` puts a blank line after a default rule (writeRules: groupableOneLiner)")
+        if stripped.startswith("else"):
+            j = number - 2
+            while j >= 0 and lines[j].lstrip().startswith("#"):
+                j -= 1
+            if j >= 0 and lines[j].strip():
+                problem(number, "`opa fmt` puts a blank line before an `else` that starts a line (writeElse)")
+        if line.startswith("package ") and number < len(lines) and lines[number].strip():
+            problem(number + 1, "`opa fmt` puts a blank line after the package (writePackage)")
+        following = lines[number] if number < len(lines) else ""
+        if line.startswith("import ") and following.strip() and not following.startswith("import "):
+            problem(number + 1, "`opa fmt` puts a blank line after the imports (writeImports)")
+        if line.strip() == "# METADATA" and number > 1 and _in_metadata_block(lines, number - 2):
+            problem(number, "`opa fmt` separates two METADATA blocks with a blank line (writeComments)")
         previous_was_block_end = not indents and stripped.startswith(tuple(CLOSERS))
         previous_code = code
+    for number, message in check_lines([code_of(line) for line in lines]):
+        problem(number, message)
     if imports != sorted(imports):
         problem(1, "imports must be sorted (opa fmt sorts them)")
     if not test:
         problems += _metadata(path, lines, entry)
     return problems
+
+
+KEYWORDS = frozenset(
+    {"as", "contains", "default", "else", "every", "false", "if", "import", "in", "not", "null", "package"}
+    | {"some", "true", "with"}
+)
+"""ast.KeywordsV1: a ref string that is one of these stays bracketed (`x["in"]`)."""
+_OPERATOR = re.compile(r":=|==|!=|<=|>=|[=<>+*/%&|]")
+_REF_STRING = re.compile(r"(?<=[\w\])])\[\"(_*)\"\]")
+_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def comment_start(line: str) -> int | None:
+    """Index of the `#` that starts the line's comment, if any."""
+    quote, escaped = "", False
+    for i, char in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in '"`':
+            quote = char
+        elif char == "#":
+            return i
+    return None
+
+
+def _formatter_rules(line: str, code: str, *, top: bool, closes_to_top: bool) -> list[str]:
+    """What `opa fmt` would change on this one line (strings and comments aside)."""
+    found = []
+    stripped = code.strip()
+    start = comment_start(line)
+    if start is not None:
+        text = line[start + 1 :]
+        if text and not text.startswith((" ", "#")):
+            found.append("a comment starts with `# ` (Regal no-whitespace-comment; opa fmt keeps it as written)")
+        before = line[:start]
+        if before.strip() and (not before.endswith(" ") or before.endswith("  ")):
+            found.append("`opa fmt` puts exactly one space before a comment at the end of a line (endLine)")
+    if "  " in stripped:
+        found.append("`opa fmt` writes one space between tokens")
+    for match in _OPERATOR.finditer(stripped):
+        i, j = match.start(), match.end()
+        spaced_before = i > 0 and stripped[i - 1] == " "
+        spaced_after = j == len(stripped) or stripped[j] == " "
+        if match.group(0) == "|" and j == len(stripped):
+            spaced_after = True
+        if not (spaced_before and spaced_after):
+            found.append(f"`opa fmt` writes `{match.group(0)}` with one space on each side")
+            break
+    if re.search(r"\s:(?!=)|:(?![=\s])", stripped) and not stripped.endswith(":"):
+        found.append("`opa fmt` writes an object entry as `key: value` (writeObject)")
+    for match in _REF_STRING.finditer(code):
+        key = line[match.start(1) : match.end(1)]
+        if _VAR.fullmatch(key) and key not in KEYWORDS:
+            found.append(f'`opa fmt` writes the ref ["{key}"] as .{key} (writeRefStringPath)')
+    if (top or closes_to_top) and re.search(r"\belse\b", stripped) and not re.match(r"(?:}\s*)?else\b", stripped):
+        found.append("`opa fmt` moves an `else` after a one-line `if` to a line of its own (writeElse)")
+    if (top or closes_to_top) and re.search(r"(?:^|\s|\))(?::=|=) true if\b", stripped):
+        found.append("`opa fmt` drops `:= true` before `if` (writeHead elides a true value of a rule with a body)")
+    if (top or closes_to_top) and re.search(r"\bif \{.*\}$", stripped):
+        found.append("`opa fmt` writes a one-line body as `if <expression>` or as a block (writeRule)")
+    head = re.sub(r"^}\s*", "", stripped) if closes_to_top else stripped if top else ""
+    if re.match(r"(?:default\s+)?(?:else|[A-Za-z_][\w.]*(?:\[[^\]]*\]|\([^)]*\))?)\s=\s", head):
+        found.append("`opa fmt` writes `:=` in a rule head (writeHead, Rego v1)")
+    return found
+
+
+def _in_metadata_block(lines: list[str], index: int) -> bool:
+    """Whether lines[index] is a comment line of a block that starts with `# METADATA`."""
+    while index >= 0 and lines[index].startswith("#"):
+        if lines[index].strip() == "# METADATA":
+            return True
+        index -= 1
+    return False
 
 
 def _annotated(lines: list[str], index: int) -> bool:

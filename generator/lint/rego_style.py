@@ -11,8 +11,26 @@ conventions in .regal/config.yaml, on the text alone:
   comprehension body has none;
 - a top-level rule after a multi-line rule is separated by a blank line (writeRules);
 - no space just inside brackets and a space after every comma (writeIterableLine, writeObject);
-- imports come first, in one sorted group (writeImports sorts a group);
+- imports come first, in one sorted group (writeImports sorts a group), then a blank line (writeImports);
+  a blank line after the package (writePackage);
+- a blank line after a default rule and between a rule and a comment below it (writeRules: only adjacent
+  groupableOneLiner rules stay together), between two METADATA blocks (writeComments);
+- an `else` that starts a line follows a blank line, an `else` after a one-line `if` is moved to a line of
+  its own (writeElse: `} else` stays inline only after a closing brace);
+- no `:= true` before `if` (writeHead elides a true value when the rule has a body), `:=` in every head
+  (writeHead, Rego v1), no body that is only `true` (writeRule: isExpandedConst), no one-line `if { x }`
+  (writeRule prints `if x`);
+- a multi-line collection or call has its entries below the bracket (writeIterable: startMultilineSeq);
+- one space around infix operators and after an object key's colon (writeFunctionCall, writeCall,
+  objectWriter), never two spaces between tokens, exactly one before an end-of-line comment (endLine),
+  `# ` after the hash (Regal's no-whitespace-comment: opa fmt keeps a comment's text as written);
+- `x["key"]` is written `x.key` when key is a var name and not a keyword (writeRefStringPath);
+- parentheses of nested infix calls exactly where the formatter prints them (parens.py: writeCall,
+  writeInOperator, objectWriter, listWriter, writeComprehension);
 - METADATA annotations on the package of every module and on every `violation` rule of an entry module.
+
+Strings are never re-quoted by the formatter (writeTermParens writes a string term's source text), so
+string contents are not checked; strict mode is checked on OPA's AST in strict.py.
 """
 
 from __future__ import annotations
@@ -140,6 +158,8 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
                 base = min(base, len(indents))
         if len(indents) > base:
             indents[-1] = True
+            if stripped.endswith(","):
+                problem(number, "`opa fmt` puts a multi-line collection's entries below its bracket (writeIterable)")
         if stripped.endswith(tuple(OPENERS)) and stack:
             stack[-1] = not _BODY_OPENER.search(stripped)
         elif stripped.endswith("|") and stack:
@@ -175,6 +195,12 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
             problem(number, "`opa fmt` separates two METADATA blocks with a blank line (writeComments)")
         previous_was_block_end = not indents and stripped.startswith(tuple(CLOSERS))
         previous_code = code
+    for index, line in enumerate(lines):
+        code = code_of(line).strip()
+        single_true = code.endswith("if {") and len(lines) > index + 2 and code_of(lines[index + 1]).strip() == "true"
+        if (single_true and code_of(lines[index + 2]).strip() == "}") or re.search(r"\bif true$", code):
+            message = "`opa fmt` drops a rule body that is only `true` (writeRule: isExpandedConst)"
+            problem(index + 1, message)
     for number, message in check_lines([code_of(line) for line in lines]):
         problem(number, message)
     if imports != sorted(imports):

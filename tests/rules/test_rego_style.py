@@ -268,6 +268,8 @@ def test_a_formatted_module_passes():
         # writeHead: `:= true` before `if` is dropped; `:=` in every head
         (FORMATTED.replace("allowed if {", "allowed := true if {"), "drops `:= true`"),
         (FORMATTED.replace("g(v) := (v + 1) * 2", "g(v) = (v + 1) * 2"), "writes `:=` in a rule head"),
+        (FORMATTED.replace('} else := ""', '} else := "" if {\n\ttrue\n}'), "only `true`"),
+        (FORMATTED.replace("y if x.a == 1", "y := 1 if true"), "only `true`"),
         # writeRule: a one-line body is `if <expression>`
         (FORMATTED.replace("y if x.a == 1", "y if { x.a == 1 }"), "one-line body"),
         # writeRules: blank lines between rules, after a default rule, before a comment
@@ -290,6 +292,7 @@ def test_a_formatted_module_passes():
         (FORMATTED.replace("(v + 1) * 2", "v + 1 * 2"), "parenthesizes the nested infix call"),
         (FORMATTED.replace("(v + 1) * 2", "(v * 2)"), "without parentheses"),
         (FORMATTED.replace('"k": ({1} | {2}),', '"k": {1} | {2},'), "parenthesizes the nested infix call"),
+        (FORMATTED.replace('x := {\n\t"a": 1,', 'x := {"a": 1,'), "below its bracket"),
         # the last open bracket of a line indents, and only it
         (FORMATTED.replace("\tv := violations.make(\n\t\t", "\tv := violations.make(\n\t\t\t"), "indents"),
     ],

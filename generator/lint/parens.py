@@ -166,8 +166,14 @@ class ParenChecker:
                 for part in split_top(text, ","):
                     self.segment(part, SOME)
                 return
-            if keyword == "every":
-                text = split_top(text, ",")[-1]
+            if keyword == "every":  # writeEvery writes the domain with writeTerm: a root call has no parentheses
+                domain = re.split(r"\bin\b", split_top(text, ",")[-1], maxsplit=1)[-1]
+                body = _last_top_level(domain, "{")
+                if body >= 0:
+                    self.segment(domain[body + 1 : _matching(domain, body)], EXPR)
+                    domain = domain[:body]
+                self.segment(domain, ELEM)
+                return
         node = self.parse(text)
         if node is None:
             return
@@ -252,6 +258,19 @@ class ParenChecker:
                     self.judge(grandchild, kind, root=False)
             else:
                 self.judge(child, kind, root=False)
+
+
+def _last_top_level(text: str, char: str) -> int:
+    """Index of the last `char` outside brackets (an opening bracket itself counts), or -1."""
+    depth, found = 0, -1
+    for i, c in enumerate(text):
+        if c == char and depth == 0:
+            found = i
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+    return found
 
 
 def _in_word(text: str, i: int) -> bool:

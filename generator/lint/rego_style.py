@@ -261,6 +261,8 @@ def _formatter_rules(line: str, code: str, *, top: bool, closes_to_top: bool) ->
         if not (spaced_before and spaced_after):
             found.append(f"`opa fmt` writes `{match.group(0)}` with one space on each side")
             break
+    if re.search(r"\s;|;(?!\s)", stripped):
+        found.append("`opa fmt` joins a one-line comprehension body with `; ` (writeComprehensionBody)")
     if re.search(r"\s:(?!=)|:(?![=\s])", stripped) and not stripped.endswith(":"):
         found.append("`opa fmt` writes an object entry as `key: value` (writeObject)")
     for match in _REF_STRING.finditer(code):

@@ -288,6 +288,7 @@ def test_a_formatted_module_passes():
         (FORMATTED.replace("x.a == 1\n", "x.a==1\n"), "one space on each side"),
         (FORMATTED.replace('"k": (', '"k":('), "key: value"),
         (FORMATTED.replace("(v + 1) * 2", "(v + 1)  * 2"), "one space between tokens"),
+        (FORMATTED.replace("g(v) := (v + 1) * 2", "g(v) := [1 | true;v]"), "with `; `"),
         # writeCall / objectWriter: parentheses around nested infix calls, exactly where opa fmt puts them
         (FORMATTED.replace("(v + 1) * 2", "v + 1 * 2"), "parenthesizes the nested infix call"),
         (FORMATTED.replace("(v + 1) * 2", "(v * 2)"), "without parentheses"),
@@ -352,6 +353,8 @@ OPA_FORMATTED_LINES = [
     "\tsome x in (a | b)",
     "\tx in (a | b)",
     "\tcount(x) + 1 == 2",
+    "\tevery x in a | b {",
+    "\tevery k, v in (a | b) | c {",
 ]
 
 
@@ -374,6 +377,8 @@ def test_parentheses_as_opa_fmt_prints_them_pass(line):
         ("\tx = (y + 2)", "without parentheses"),
         ("\tf(((a + b)) / 2)", "without parentheses"),
         ("union_outside_collection := (x | y)", "without parentheses"),
+        ("\tevery x in (a | b) {", "without parentheses"),
+        ("\tevery x in a | b | c {", "parenthesizes"),
     ],
 )
 def test_parentheses_opa_fmt_would_change_are_reported(line, message):

@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 from kubeflow_trainer_policy.engine.rego_ast import RegoParser
-from kubeflow_trainer_policy.lint.modules import annotation_errors, data_ref_errors, entry_modules, load_groups
+from kubeflow_trainer_policy.lint.modules import (
+    LoadGroup,
+    annotation_errors,
+    data_ref_errors,
+    entry_modules,
+    load_groups,
+)
 from kubeflow_trainer_policy.lint.rego_style import check_module
 from kubeflow_trainer_policy.lint.strict import strict_problems
 from kubeflow_trainer_policy.paths import PROJECT_ROOT
@@ -31,6 +37,7 @@ def lint(root: Path) -> tuple[int, list[str]]:
     for module in entries:
         problems += map(str, check_module(module.path, module.text, entry=False, test=False))
         problems += [f"{module.path}: {p}" for p in strict_problems(parser.parse_raw(module.path, module.text))]
+        problems += annotation_errors(LoadGroup(module.path, (module,)))
     return sum(len(g.modules) for g in groups) + len(entries), problems
 
 

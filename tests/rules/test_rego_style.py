@@ -453,3 +453,7 @@ def test_the_lint_covers_each_bundles_decision_module():
     modules = entry_modules(PROJECT_ROOT)
     assert [m.path for m in modules] == [f"bundle {p}: kubeflow/trainer/decision.rego" for p in sorted(PROFILES)]
     assert all("package kubeflow.trainer" in m.text for m in modules)
+    for module in modules:  # its METADATA is YAML that OPA reads, and a broken one would be reported
+        assert annotation_errors(LoadGroup(module.path, (module,))) == []
+    broken = Module("d.rego", modules[0].text.replace("# title: decision", "# title: decision: a"), False, False)
+    assert "mapping values are not allowed" in annotation_errors(LoadGroup("d", (broken,)))[0]

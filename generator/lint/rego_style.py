@@ -35,6 +35,7 @@ string contents are not checked; strict mode is checked on OPA's AST in strict.p
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -269,6 +270,9 @@ def _formatter_rules(line: str, code: str, *, top: bool, closes_to_top: bool) ->
         key = line[match.start(1) : match.end(1)]
         if _VAR.fullmatch(key) and key not in KEYWORDS:
             found.append(f'`opa fmt` writes the ref ["{key}"] as .{key} (writeRefStringPath)')
+        elif _go_quote(json.loads(f'"{key}"')) != f'"{key}"':
+            quoted = _go_quote(json.loads(f'"{key}"'))
+            found.append(f'`opa fmt` writes the ref ["{key}"] as [{quoted}] (writeRefStringPath: strconv.Quote)')
     if (top or closes_to_top) and re.search(r"\belse\b", stripped) and not re.match(r"(?:}\s*)?else\b", stripped):
         found.append("`opa fmt` moves an `else` after a one-line `if` to a line of its own (writeElse)")
     if (top or closes_to_top) and re.search(r"(?:^|\s|\))(?::=|=) true if\b", stripped):
@@ -279,6 +283,29 @@ def _formatter_rules(line: str, code: str, *, top: bool, closes_to_top: bool) ->
     if re.match(r"(?:default\s+)?(?:else|[A-Za-z_][\w.]*(?:\[[^\]]*\]|\([^)]*\))?)\s=\s", head):
         found.append("`opa fmt` writes `:=` in a rule head (writeHead, Rego v1)")
     return found
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _go_quote(value: str) -> str:
+    r"""Go's strconv.Quote, which ast.String.String() uses: printable characters as they are, `\"` and `\\`,
+    the C escapes, then \xNN below 0x80 and \uNNNN or \UNNNNNNNN above."""
+    out = []
+    for char in value:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _in_metadata_block(lines: list[str], index: int) -> bool:

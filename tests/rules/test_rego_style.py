@@ -284,6 +284,7 @@ def test_a_formatted_module_passes():
         (FORMATTED.replace("1 # keywords", "1  # keywords"), "one space before a comment"),
         # writeRefStringPath: x["key"] is x.key when key is a var name and not a keyword
         (FORMATTED.replace("\tx.a == 1\n", '\tx["a"] == 1\n'), 'ref ["a"] as .a'),
+        (FORMATTED.replace("\tx.a == 1\n", '\tx["\\u00e9-\\/"] == 1\n'), 'as ["é-/"]'),
         # spacing of operators and object entries
         (FORMATTED.replace("x.a == 1\n", "x.a==1\n"), "one space on each side"),
         (FORMATTED.replace('"k": (', '"k":('), "key: value"),
@@ -301,6 +302,12 @@ def test_a_formatted_module_passes():
 def test_the_style_check_reports(broken, message):
     problems = check_module("broken.rego", broken, entry=True)
     assert any(message in str(p) for p in problems), problems
+
+
+def test_ref_strings_that_strconv_quote_leaves_alone_pass():
+    for key in ["a-b", "é", "in", "a\\tb", '\\"q\\"']:
+        text = FORMATTED.replace("\tx.a == 1\n", f'\tx["{key}"] == 1\n')
+        assert check_module("ok.rego", text, entry=True) == [], key
 
 
 def test_strings_and_comments_do_not_count_as_code():

@@ -138,6 +138,8 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
         expected = depth - sum(closed) + (1 if with_level is not None else 0)
         if stripped and len(indent) != expected:
             problem(number, f"indentation {indent!r}: `opa fmt` indents this line by {expected} tabs")
+        elif not stripped and len(indent) != depth:  # a comment line: insertComments writes it at the level inside
+            problem(number, f"indentation {indent!r}: `opa fmt` indents this comment by {depth} tabs")
         if leading and lines[number - 2].strip() == "":
             problem(number, "blank line right before a closing bracket")
         for _ in range(leading):
@@ -179,8 +181,8 @@ def check_module(path: str, text: str, *, entry: bool = False, test: bool = Fals
                 problem(number, "`opa fmt` puts a blank line between a rule and the comment below it (writeRules)")
         if depth == 0 and stripped and number > 1 and not stripped.startswith(("import ", "package ", "else")):
             above = code_of(lines[number - 2]).strip()
-            if above.startswith("default ") and not lines[number - 2].startswith("\t"):
-                problem(number, "`opa fmt` puts a blank line after a default rule (writeRules: groupableOneLiner)")
+            if above.startswith(("default ", "else ")) and not lines[number - 2].startswith("\t"):
+                problem(number, "`opa fmt` puts a blank line after a default rule or an else chain (writeRules)")
         if stripped.startswith("else"):
             j = number - 2
             while j >= 0 and lines[j].lstrip().startswith("#"):

@@ -216,6 +216,7 @@ names := [n |
 default allowed := false
 
 allowed if {
+\t# A comment in a body.
 \tx.a == 1
 \tx["in"] == 1 # keywords stay bracketed
 }
@@ -295,6 +296,11 @@ def test_a_formatted_module_passes():
         (FORMATTED.replace("(v + 1) * 2", "(v * 2)"), "without parentheses"),
         (FORMATTED.replace('"k": ({1} | {2}),', '"k": {1} | {2},'), "parenthesizes the nested infix call"),
         (FORMATTED.replace('x := {\n\t"a": 1,', 'x := {"a": 1,'), "below its bracket"),
+        (FORMATTED.replace("\t# A comment in a body.", "\t\t# A comment in a body."), "indents this comment by 1"),
+        (
+            FORMATTED.replace('} else := ""\n\n# A comment above a rule.\n', '}\n\nelse := ""\n'),
+            "after a default rule or an else chain",
+        ),
         # the last open bracket of a line indents, and only it
         (FORMATTED.replace("\tv := violations.make(\n\t\t", "\tv := violations.make(\n\t\t\t"), "indents"),
     ],

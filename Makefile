@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml setup.py requirements/opa-engine.txt
 
 install: $(STAMP)
 
-## build: check generated files are current, lint the emitted Rego (opa fmt layout, METADATA OPA
-## accepts, data references; .regal/config.yaml for Regal), run every Rego test and suite
+## build: check generated files are current, lint the emitted Rego (opa fmt layout, strict mode,
+## METADATA OPA accepts, data references; .regal/config.yaml for Regal), run every Rego test and suite
 ## (>= 95% coverage), build the OPA bundles into dist/ (each checked to activate), lint the Python.
 build: install
 	$(BIN)/trainer-policy generate --check

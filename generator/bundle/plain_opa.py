@@ -432,9 +432,13 @@ labels(obj) := l if {
 	is_object(l)
 } else := {}
 
-object_or_empty(x) := x if is_object(x) else := {}
+object_or_empty(x) := x if {
+	is_object(x)
+} else := {}
 
-array_or_empty(x) := x if is_array(x) else := []
+array_or_empty(x) := x if {
+	is_array(x)
+} else := []
 
 label_selector_matches(null, _)
 

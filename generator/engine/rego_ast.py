@@ -66,7 +66,8 @@ class RegoParser:
             self._facts[source] = facts
         return facts
 
-    def _parse(self, file: str, source: str) -> ModuleFacts:
+    def parse_raw(self, file: str, source: str) -> dict[str, Any]:
+        """The module's AST as OPA's rego.parse_module gives it (no locations); never cached."""
         if self._engine is None:
             self._engine = EmbeddedOpaEngine()
         try:
@@ -75,7 +76,10 @@ class RegoParser:
             self._engine.close()
             self._engine = None
             raise
-        module = result.bindings[0]["m"]
+        return result.bindings[0]["m"]
+
+    def _parse(self, file: str, source: str) -> ModuleFacts:
+        module = self.parse_raw(file, source)
         return ModuleFacts(
             package=".".join(_ref_names(module["package"]["path"])[1:]),
             rule_names=frozenset(_rule_name(rule) for rule in module.get("rules") or []),

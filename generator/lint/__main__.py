@@ -1,4 +1,5 @@
-"""`python -m kubeflow_trainer_policy.lint [ROOT]`: style, data references and METADATA of every emitted Rego module."""
+"""`python -m kubeflow_trainer_policy.lint [ROOT]`: `opa fmt` layout, strict mode, data references and METADATA of
+every emitted Rego module (policies/, the ConstraintTemplates, each OPA bundle's decision.rego)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,15 @@ import sys
 from pathlib import Path
 
 from kubeflow_trainer_policy.engine.rego_ast import RegoParser
-from kubeflow_trainer_policy.lint.modules import annotation_errors, data_ref_errors, load_groups
+from kubeflow_trainer_policy.lint.modules import (
+    LoadGroup,
+    annotation_errors,
+    data_ref_errors,
+    entry_modules,
+    load_groups,
+)
 from kubeflow_trainer_policy.lint.rego_style import check_module
+from kubeflow_trainer_policy.lint.strict import strict_problems
 from kubeflow_trainer_policy.paths import PROJECT_ROOT
 
 
@@ -16,12 +24,21 @@ def lint(root: Path) -> tuple[int, list[str]]:
     problems: list[str] = []
     parser = RegoParser()
     groups = load_groups(root)
+    seen: set[str] = set()
     for group in groups:
         for module in group.modules:
             problems += map(str, check_module(module.path, module.text, entry=module.entry, test=module.test))
+            if module.text not in seen:  # the templates carry the policies/ files' text: check each text once
+                seen.add(module.text)
+                problems += [f"{module.path}: {p}" for p in strict_problems(parser.parse_raw(module.path, module.text))]
         problems += data_ref_errors(list(group.modules), parser)
         problems += annotation_errors(group)
-    return sum(len(g.modules) for g in groups), problems
+    entries = entry_modules(root)
+    for module in entries:
+        problems += map(str, check_module(module.path, module.text, entry=False, test=False))
+        problems += [f"{module.path}: {p}" for p in strict_problems(parser.parse_raw(module.path, module.text))]
+        problems += annotation_errors(LoadGroup(module.path, (module,)))
+    return sum(len(g.modules) for g in groups) + len(entries), problems
 
 
 def main(argv: list[str]) -> int:

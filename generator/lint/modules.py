@@ -35,6 +35,20 @@ class LoadGroup:
     modules: tuple[Module, ...]
 
 
+def entry_modules(root: Path) -> list[Module]:
+    """The plain-OPA entry point (kubeflow/trainer/decision.rego) each profile's OPA bundle ships, as
+    `trainer-policy bundle build` writes it."""
+    from kubeflow_trainer_policy.bundle.build import build_bundle
+    from kubeflow_trainer_policy.bundle.plain_opa import ENTRY_MODULE
+
+    modules = []
+    for folder in sorted(p for p in (root / "bundles" / "gatekeeper").glob("*") if p.is_dir()):
+        content = build_bundle(folder, folder.name, "0.0.0")
+        text = content.files[ENTRY_MODULE].decode()
+        modules.append(Module(f"bundle {folder.name}: {ENTRY_MODULE}", text, entry=False, test=False))
+    return modules
+
+
 def load_groups(root: Path) -> list[LoadGroup]:
     groups = []
     policies = root / "policies"

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from kubeflow_trainer_policy.cli.test_command import _default_paths
 from kubeflow_trainer_policy.lint.__main__ import lint
-from kubeflow_trainer_policy.lint.modules import LoadGroup, Module, annotation_errors, load_groups
-from kubeflow_trainer_policy.lint.rego_style import check_module
+from kubeflow_trainer_policy.lint.modules import LoadGroup, Module, annotation_errors, entry_modules, load_groups
+from kubeflow_trainer_policy.lint.parens import check_lines
+from kubeflow_trainer_policy.lint.rego_style import check_module, code_of
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import generated_profiles
 from kubeflow_trainer_policy.render.rego import yaml_scalar
@@ -211,6 +212,26 @@ test_t if {
 names := [n |
 \tsome n in ["a"]
 ]
+
+default allowed := false
+
+allowed if {
+\t# A comment in a body.
+\tx.a == 1
+\tx["in"] == 1 # keywords stay bracketed
+}
+
+f(v) := v if {
+\tis_string(v)
+} else := ""
+
+# A comment above a rule.
+g(v) := (v + 1) * 2
+
+unions := {
+\t"k": ({1} | {2}),
+\t"n": count({1} | {2}),
+}
 """
 
 
@@ -242,6 +263,46 @@ def test_a_formatted_module_passes():
         (FORMATTED.replace("# METADATA\n# title: v\n# description: d\n", ""), "every violation rule needs a METADATA"),
         (FORMATTED.replace("# METADATA\n# title: t\n# description: d\n", ""), "the package needs a METADATA"),
         (FORMATTED + "\n", "exactly one newline"),
+        # writeElse: an else after a one-line `if` goes to a line of its own, after a blank line
+        (FORMATTED.replace('v if {\n\tis_string(v)\n} else := ""', 'v if is_string(v) else := ""'), "writeElse"),
+        (FORMATTED.replace('}} else := ""', '}\nelse := ""').replace('\n} else := ""', '\n}\nelse := ""'), "writeElse"),
+        # writeHead: `:= true` before `if` is dropped; `:=` in every head
+        (FORMATTED.replace("allowed if {", "allowed := true if {"), "drops `:= true`"),
+        (FORMATTED.replace("g(v) := (v + 1) * 2", "g(v) = (v + 1) * 2"), "writes `:=` in a rule head"),
+        (FORMATTED.replace('} else := ""', '} else := "" if {\n\ttrue\n}'), "only `true`"),
+        (FORMATTED.replace("y if x.a == 1", "y := 1 if true"), "only `true`"),
+        # writeRule: a one-line body is `if <expression>`
+        (FORMATTED.replace("y if x.a == 1", "y if { x.a == 1 }"), "one-line body"),
+        # writeRules: blank lines between rules, after a default rule, before a comment
+        (FORMATTED.replace("default allowed := false\n\n", "default allowed := false\n"), "after a default rule"),
+        (FORMATTED.replace("\n\n# A comment above a rule.", "\n# A comment above a rule."), "the comment below it"),
+        # writePackage / writeImports / writeComments
+        (FORMATTED.replace("package p\n\n", "package p\n"), "after the package"),
+        (FORMATTED.replace("violations\n\nx := {", "violations\nx := {"), "after the imports"),
+        (FORMATTED.replace("# METADATA\n# title: v", "# METADATA\n# title: w\n# METADATA\n# title: v"), "two METADATA"),
+        # comments: `# ` after the hash (Regal), one space before an end-of-line comment (endLine)
+        (FORMATTED.replace("# A comment above", "#A comment above"), "no-whitespace-comment"),
+        (FORMATTED.replace("1 # keywords", "1  # keywords"), "one space before a comment"),
+        # writeRefStringPath: x["key"] is x.key when key is a var name and not a keyword
+        (FORMATTED.replace("\tx.a == 1\n", '\tx["a"] == 1\n'), 'ref ["a"] as .a'),
+        (FORMATTED.replace("\tx.a == 1\n", '\tx["\\u00e9-\\/"] == 1\n'), 'as ["é-/"]'),
+        # spacing of operators and object entries
+        (FORMATTED.replace("x.a == 1\n", "x.a==1\n"), "one space on each side"),
+        (FORMATTED.replace('"k": (', '"k":('), "key: value"),
+        (FORMATTED.replace("(v + 1) * 2", "(v + 1)  * 2"), "one space between tokens"),
+        (FORMATTED.replace("g(v) := (v + 1) * 2", "g(v) := [1 | true;v]"), "with `; `"),
+        # writeCall / objectWriter: parentheses around nested infix calls, exactly where opa fmt puts them
+        (FORMATTED.replace("(v + 1) * 2", "v + 1 * 2"), "parenthesizes the nested infix call"),
+        (FORMATTED.replace("(v + 1) * 2", "(v * 2)"), "without parentheses"),
+        (FORMATTED.replace('"k": ({1} | {2}),', '"k": {1} | {2},'), "parenthesizes the nested infix call"),
+        (FORMATTED.replace('x := {\n\t"a": 1,', 'x := {"a": 1,'), "below its bracket"),
+        (FORMATTED.replace("\t# A comment in a body.", "\t\t# A comment in a body."), "indents this comment by 1"),
+        (
+            FORMATTED.replace('} else := ""\n\n# A comment above a rule.\n', '}\n\nelse := ""\n'),
+            "after a default rule or an else chain",
+        ),
+        # the last open bracket of a line indents, and only it
+        (FORMATTED.replace("\tv := violations.make(\n\t\t", "\tv := violations.make(\n\t\t\t"), "indents"),
     ],
 )
 def test_the_style_check_reports(broken, message):
@@ -249,8 +310,14 @@ def test_the_style_check_reports(broken, message):
     assert any(message in str(p) for p in problems), problems
 
 
+def test_ref_strings_that_strconv_quote_leaves_alone_pass():
+    for key in ["a-b", "é", "in", "a\\tb", '\\"q\\"']:
+        text = FORMATTED.replace("\tx.a == 1\n", f'\tx["{key}"] == 1\n')
+        assert check_module("ok.rego", text, entry=True) == [], key
+
+
 def test_strings_and_comments_do_not_count_as_code():
-    text = FORMATTED.replace('"f",', '"f { [ ,x",  # a comment ( with brackets')
+    text = FORMATTED.replace('"f",', '"f { [ ,x", # a comment ( with brackets')
     assert check_module("ok.rego", text, entry=True) == []
 
 
@@ -271,3 +338,135 @@ def test_lint_command_reports_and_fails_on_a_broken_tree(tmp_path: Path, capsys)
     assert "the package needs a METADATA block" in out
     assert "data.kubernetes.pods" in out
     assert out.strip().endswith("problems") and "rego lint: 1 modules, 2 problems" in out
+
+
+# --- parentheses: what format.go's writeCall, writeInOperator, objectWriter and listWriter print -----------
+# Lines of OPA's own golden files (v1/format/testfiles/v0/test_union_call_parens.rego.formatted and
+# v1/format/testfiles/v1/test.rego.formatted, rule nested_infix) and the forms the formatter rewrites.
+
+OPA_FORMATTED_LINES = [
+    "set_element := {(x | y)}",
+    "array_element := [(x | y)]",
+    'object_value := {"k": (x | y)}',
+    'object_key := {(x | y): "v"}',
+    "union_of_unions := {((x | y) | z)}",
+    "multiple_set_elements := {(x | y), z}",
+    'multiple_object_entries := {"k": (x | y), "j": z}',
+    "array_comprehension_term := [(a | b) | c]",
+    "object_comprehension_key_and_value := {(a | b): (c | d) | e}",
+    "union_outside_collection := x | y",
+    "intersection_in_set := {x & y}",
+    "union_as_call_argument := f(a | b)",
+    "union_as_ref_operand := q[a | b]",
+    "union_in_comprehension_body := [x | y := a | b]",
+    "\tx = y + 2",
+    "\ty = (x + 1) + 2",
+    "\tx = (a + b) / 2",
+    "\tf((a + b) / 2)",
+    "\tsome x in (a | b)",
+    "\tx in (a | b)",
+    "\tcount(x) + 1 == 2",
+    "\tevery x in a | b {",
+    "\tevery k, v in (a | b) | c {",
+]
+
+
+@pytest.mark.parametrize("line", OPA_FORMATTED_LINES)
+def test_parentheses_as_opa_fmt_prints_them_pass(line):
+    assert check_lines([code_of(line)]) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("union_of_unions := {(x | y | z)}", "parenthesizes"),
+        ('object_value := {"n": 1, "k": x | y}', "parenthesizes"),
+        ("array_element := [1, x | y]", "parenthesizes"),
+        ("\ty = x + 1 + 2", "parenthesizes"),
+        ("\tx = a + b / 2", "parenthesizes"),
+        ("\tsome x in a | b", "parenthesizes"),
+        ("\tx in a | b", "parenthesizes"),
+        ("\tcount(x) + 1 + 1 == 2", "parenthesizes"),
+        ("\tx = (y + 2)", "without parentheses"),
+        ("\tf(((a + b)) / 2)", "without parentheses"),
+        ("union_outside_collection := (x | y)", "without parentheses"),
+        ("\tevery x in (a | b) {", "without parentheses"),
+        ("\tevery x in a | b | c {", "parenthesizes"),
+    ],
+)
+def test_parentheses_opa_fmt_would_change_are_reported(line, message):
+    problems = check_lines([code_of(line)])
+    assert problems and all(n == 1 for n, _ in problems)
+    assert any(message in p for _, p in problems), problems
+
+
+def test_a_multi_line_object_value_union_needs_the_parentheses_too():
+    """What lib.trainer.podsets emitted: a union of three comprehensions as a value of a multi-line object."""
+    lines = ["x := {", '\t"invalid": a | b | c,', "}"]
+    assert [n for n, _ in check_lines([code_of(line) for line in lines])] == [2, 2]
+    lines[1] = '\t"invalid": ((a | b) | c),'
+    assert check_lines([code_of(line) for line in lines]) == []
+
+
+# --- strict mode ------------------------------------------------------------------------------------------
+
+STRICT_OK = """package p
+
+import data.lib.trainer.review
+
+f(x, _) := y if {
+\ty := x + 1
+} else := 0 if {
+\tx == 2
+}
+
+g(obj) := [k | some k, v in obj; w := v; w != null]
+
+h := review.get(input, ["a"], null)
+"""
+
+
+REVIEW = "import data.lib.trainer.review\n"
+
+
+def _strict(text: str) -> list[str]:
+    from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+    from kubeflow_trainer_policy.lint.strict import strict_problems
+
+    return strict_problems(RegoParser().parse_raw("strict.rego", text))
+
+
+def test_strict_mode_passes_a_clean_module():
+    assert _strict(STRICT_OK) == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (STRICT_OK.replace(REVIEW, REVIEW + "import data.other\n"), "unused import data.other"),
+        (STRICT_OK.replace(REVIEW, REVIEW + "import data.q.review\n"), "duplicate import"),
+        (STRICT_OK.replace("\ty := x + 1\n", "\tz := 2\n\ty := x + 1\n"), "assigned var z unused"),
+        (STRICT_OK.replace("w := v; w != null", "w := v; v != null"), "assigned var w unused"),
+        (STRICT_OK.replace("f(x, _)", "f(x, unused)"), "unused argument unused"),
+        (STRICT_OK.replace("h := review.get", "h := any([true]) + review.get"), "deprecated built-in any"),
+        (STRICT_OK.replace("\ty := x + 1\n", "\tinput := 1\n\ty := x + input\n"), "reserved `input`"),
+    ],
+)
+def test_strict_mode_reports(broken, message):
+    assert any(message in p for p in _strict(broken)), _strict(broken)
+
+
+def test_an_argument_used_in_any_branch_of_an_else_chain_is_used():
+    """rewriteLocalVars collects unused arguments across a rule's else branches before reporting them."""
+    text = "package p\n\nf(x) := 1 if {\n\tx > 0\n} else := 2\n"
+    assert _strict(text) == []
+
+
+def test_the_lint_covers_each_bundles_decision_module():
+    modules = entry_modules(PROJECT_ROOT)
+    assert [m.path for m in modules] == [f"bundle {p}: kubeflow/trainer/decision.rego" for p in sorted(PROFILES)]
+    assert all("package kubeflow.trainer" in m.text for m in modules)
+    for module in modules:  # its METADATA is YAML that OPA reads, and a broken one would be reported
+        assert annotation_errors(LoadGroup(module.path, (module,))) == []
+    broken = Module("d.rego", modules[0].text.replace("# title: decision", "# title: decision: a"), False, False)
+    assert "mapping values are not allowed" in annotation_errors(LoadGroup("d", (broken,)))[0]

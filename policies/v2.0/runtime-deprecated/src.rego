@@ -17,7 +17,6 @@
 #   profile: v2.0
 package trainerruntimedeprecated
 
-import data.lib.trainer.review
 import data.lib.trainer.violations
 
 # METADATA

@@ -19,7 +19,6 @@
 #   profile: v2.0
 package trainertrainjobdeprecatedruntime
 
-import data.lib.trainer.review
 import data.lib.trainer.violations
 
 # METADATA

@@ -23,7 +23,6 @@
 #   profile: v2.0
 package trainertrainjobmlpolicy
 
-import data.lib.trainer.quantity
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations

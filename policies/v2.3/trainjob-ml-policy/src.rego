@@ -196,7 +196,9 @@ gpus(list) := max(counts) if {
 	count(counts) > 0
 } else := 0
 
-gpus_per_node := gpus("requests") if gpus("requests") != 0 else := gpus("limits")
+gpus_per_node := gpus("requests") if {
+	gpus("requests") != 0
+} else := gpus("limits")
 
 # METADATA
 # title: single_device

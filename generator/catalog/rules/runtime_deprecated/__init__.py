@@ -77,7 +77,7 @@ RULE = Rule(
         "installed (audit) without blocking anybody."
     ),
     spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.0",
+    version="1.0.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("ClusterTrainingRuntime",)),),
     operations=("CREATE",),
     parameters=(),

@@ -106,9 +106,9 @@ parallelism(job) := n if {
 	n != null
 } else := 1
 
-node_job(name, ancestor, p) := true if {
+node_job(name, ancestor, p) if {
 	ancestor == "trainer"
-} else := true if {
+} else if {
 	p.mpi
 	name == "node"
 } else := false
@@ -159,7 +159,7 @@ pod_set(i, job, info, count, p, rpn) := {
 		"singlePodRequests": pod_requests(app, init, overhead.requests),
 		"trainerNode": info.nodeJob,
 	},
-	"invalid": {x | some x in invalid_paths(i, "containers", app)} | {x | some x in invalid_paths(i, "initContainers", init)} | {sprintf("%s.overhead[%s]", [pod_path(i), name]) | some [_, name] in overhead.invalid},
+	"invalid": (({x | some x in invalid_paths(i, "containers", app)} | {x | some x in invalid_paths(i, "initContainers", init)}) | {sprintf("%s.overhead[%s]", [pod_path(i), name]) | some [_, name] in overhead.invalid}),
 } if {
 	pod_spec := review.get(job, ["template", "spec", "template", "spec"], {})
 	names := replaced(info, p, rpn)
@@ -195,11 +195,11 @@ container(c, names, rpn) := {
 		{name: n | some name, value in limits; not name in requested; n := nanos.parse(value)},
 		{name: n | some name, value in requests; n := nanos.parse(value)},
 	),
-	"invalid": {["requests", name] | some name, value in requests; not nanos.parse(value)} | {["limits", name] |
+	"invalid": ({["requests", name] | some name, value in requests; not nanos.parse(value)} | {["limits", name] |
 		some name, value in limits
 		not name in requested
 		not nanos.parse(value)
-	},
+	}),
 } if {
 	is_object(c)
 	name := name_of(c)

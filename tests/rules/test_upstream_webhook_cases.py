@@ -20,7 +20,7 @@ commit (read_file id=N).
           toVersus/trainer@6cef6cf478298128f6fb617d3874b2aad697cfb3 (launcher reserved by name).
         pkg/webhooks/trainjob_webhook_test.go TestValidateCreate: HEAD side of opendatahub-io/trainer@2b24c76.
         torch_test.go TestValidate: index 5674117605 (IntOrString numProcPerNode, same era as the jobset table);
-          its llama3_2/7B case disagrees with the bundle, see the case (UNRESOLVED).
+          its llama3_2/7B case agrees since v2.0 admits both readings of the release's model set, see the case.
         mpi_test.go TestValidate: index 5687844669 (also replayed for v2.1).
         test/integration/webhooks/trainjob_test.go: index 6376327860 (PodSpecOverrides era).
   v2.1  jobset_test.go TestValidate and trainjob_webhook_test.go TestValidateCreate: the `v2.1.0` side of
@@ -650,21 +650,12 @@ def _torch_v20_cases(profile: str = "v2.0") -> list[Upstream]:
             new=tune("torchtune-llama3.2-7b", 2),
             cluster=(rt("torchtune-llama3.2-7b"),),
             expected=(err("spec.trainer.numNodes", "must be 1 for llama3_2/7B model"),),
-            # UNRESOLVED: this pre-release table treats llama3_2/7B as supported (only the numNodes error), as do
-            # the pre-/v2-module constants (toVersus/trainer@040b34e1e6b5a12232401eb5ab32a5c873254b73:
-            # TorchTuneSupportedPretrainedModels = {llama3_2/1B, llama3_2/7B, llama3_3/70B}, the shared spec's list).
-            # Every later stored constants.go (index 5733136328, 51779942195) lists llama3_2/1B, llama3_2/3B,
-            # llama3_3/70B, qwen2_5/1.5B, which trainjob-ml-policy uses for every profile (catalog case
-            # `torchtune_unsupported_model`), and upstream has shipped a torchtune-llama3.2-3b runtime since the same
-            # early era (manifests/base/runtimes/torchtune/llama3_2/llama3_2_3B.yaml @2263055), never a 7B one. The
-            # v2.0.0 constants are not in the index, so the v2.0 set is not established; until it is, the bundle's
-            # extra error is asserted here so that a change shows up.
-            also=(
-                err(
-                    "spec.runtimeRef.name",
-                    "must have a supported pretrained model, invalid model configured: llama3_2/7B",
-                ),
-            ),
+            # This pre-release table treats llama3_2/7B as supported (only the numNodes error), as do the pre-/v2
+            # constants (toVersus/trainer@040b34e1e6b5a12232401eb5ab32a5c873254b73: {llama3_2/1B, llama3_2/7B,
+            # llama3_3/70B}, the shared spec's list); later constants (index 5733136328, 51779942195) have 3B and
+            # qwen2_5/1.5B instead. The v2.0.0 set is not in the index, so trainjob-ml-policy's v2.0 admits the
+            # union of both readings (V2_0_MODELS) and agrees with this case; v2.1+ deny 7B (catalog case
+            # `torchtune_llama3_2_7b_model`).
         ),
     ]
 

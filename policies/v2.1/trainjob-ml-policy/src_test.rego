@@ -2409,6 +2409,163 @@ test_torchtune_supported_model if {
 	result == set()
 }
 
+# torchtune-llama3.2-3b -> llama3_2/3B is supported in every release (the 3B runtime ships from v2.0 on).
+test_torchtune_3b_model if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "torchtune-llama3.2-3b",
+						},
+						"trainer": {
+							"command": [
+								"tune",
+								"run",
+							],
+							"numProcPerNode": "auto",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "d122165e-e231-55a7-b78e-55df483f4b8a",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torchtune-llama3.2-3b": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torchtune-llama3.2-3b",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
 # torchtune-qwen2.5-1.5b -> qwen2_5/1.5B is supported (the shared spec's list lacks it).
 test_torchtune_qwen_model if {
 	result := violation
@@ -2566,8 +2723,8 @@ test_torchtune_qwen_model if {
 	result == set()
 }
 
-# llama3_2/7B is not a supported model (upstream's list has 3B; the shared spec's 7B is wrong).
-test_torchtune_unsupported_model if {
+# torchtune-llama3.2-7b -> llama3_2/7B: v2.0 admits it (the shared spec's and the pre-release constants' model, see V2_0_MODELS); v2.1+ have 3B instead.
+test_torchtune_llama3_2_7b_model if {
 	result := violation
 		with input as {
 			"parameters": {},
@@ -2621,7 +2778,7 @@ test_torchtune_unsupported_model if {
 					"resource": "trainjobs",
 					"version": "v1alpha1",
 				},
-				"uid": "0b8aa07c-641d-5b3c-b357-a5579272e606",
+				"uid": "bffa6010-6b96-5170-8703-b631d072a033",
 				"userInfo": {
 					"username": "trainer-policy-review",
 				},
@@ -2721,6 +2878,163 @@ test_torchtune_unsupported_model if {
 			},
 		}
 	result == {{"details": {"detail": "must have a supported pretrained model, invalid model configured: llama3_2/7B", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: must have a supported pretrained model, invalid model configured: llama3_2/7B"}}
+}
+
+# torchtune-llama3.1-70b -> llama3_1/70B is in no release's model set (upstream's own invalid case).
+test_torchtune_unsupported_model if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "torchtune-llama3.1-70b",
+						},
+						"trainer": {
+							"command": [
+								"tune",
+								"run",
+							],
+							"numProcPerNode": "auto",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "0b8aa07c-641d-5b3c-b357-a5579272e606",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torchtune-llama3.1-70b": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torchtune-llama3.1-70b",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have a supported pretrained model, invalid model configured: llama3_1/70B", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: must have a supported pretrained model, invalid model configured: llama3_1/70B"}}
 }
 
 # A runtime name without exactly three parts gives the empty model.

@@ -12,12 +12,13 @@
 #   spec.trainer is set): v2.0/v2.1 accept string numProcPerNode only as auto, cpu or gpu;
 #   spec.trainer.env must not set PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR,
 #   PET_MASTER_PORT. torchtune (command exactly [tune, run]): the model from the runtime name must be
-#   llama3_2/1B, llama3_2/3B, llama3_3/70B or qwen2_5/1.5B (upstream's constants; the shared spec's
-#   llama3_2/7B does not exist), numNodes > 1 only for llama3_3/70B; v2.1+ add upstream's QLoRA checks
-#   (qwen2_5/1.5B refused; distributed QLoRA on llama3_2/1B and 3B refused), v2.3 the LoRA multi-node
-#   and runtime-managed trainer args checks. An unset numNodes counts as 1 (v2.0/v2.1 upstream
-#   dereference it unchecked and fail with a server error). The numProcPerNode type checks are gone from
-#   v2.2, whose CRD types the field int32.
+#   llama3_2/1B, llama3_2/3B, llama3_3/70B or qwen2_5/1.5B (upstream's constants from v2.1; v2.0 also
+#   admits the shared spec's llama3_2/7B, which the pre-release constants list, since the v2.0.0 set is
+#   unconfirmed), numNodes > 1 only for llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B
+#   refused; distributed QLoRA on llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and
+#   runtime-managed trainer args checks. An unset numNodes counts as 1 (v2.0/v2.1 upstream dereference
+#   it unchecked and fail with a server error). The numProcPerNode type checks are gone from v2.2, whose
+#   CRD types the field int32.
 # custom:
 #   id: trainjob-ml-policy
 #   profile: v2.2

@@ -19,20 +19,44 @@ class MLPolicySettings:
     """C9 QLoRA checks (v2.1+)."""
     torchtune_lora_args_checks: bool
     """C9 LoRA multi-node and immutable trainer args checks (v2.3)."""
+    torchtune_models: tuple[str, ...]
+    """Models a torchtune TrainJob may name (upstream's TorchTuneSupportedPretrainedModels)."""
+
+
+LATER_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
+"""v2.1 and later (the /v2 module's constants, with the qwen2.5 runtime and LoRA)."""
+V2_0_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_2/7B", "llama3_3/70B", "qwen2_5/1.5B")
+"""v2.0: the release's set is not confirmed. The shared spec and the last pre-release constants
+(toVersus/trainer@040b34e) list {llama3_2/1B, llama3_2/7B, llama3_3/70B}, and that period's table (torch TestValidate,
+upstream index 5674117605) admits a torchtune-llama3.2-7b TrainJob's model; the 3B and qwen runtimes ship from the
+same period and every later set is LATER_MODELS. A rule that backs up the webhook must not deny what the release
+admits, so v2.0 takes the union of both readings."""
 
 
 SETTINGS = {
     "v2.0": MLPolicySettings(
-        num_proc_per_node_int_or_string=True, torchtune_qlora_checks=False, torchtune_lora_args_checks=False
+        num_proc_per_node_int_or_string=True,
+        torchtune_qlora_checks=False,
+        torchtune_lora_args_checks=False,
+        torchtune_models=V2_0_MODELS,
     ),
     "v2.1": MLPolicySettings(
-        num_proc_per_node_int_or_string=True, torchtune_qlora_checks=True, torchtune_lora_args_checks=False
+        num_proc_per_node_int_or_string=True,
+        torchtune_qlora_checks=True,
+        torchtune_lora_args_checks=False,
+        torchtune_models=LATER_MODELS,
     ),
     "v2.2": MLPolicySettings(
-        num_proc_per_node_int_or_string=False, torchtune_qlora_checks=True, torchtune_lora_args_checks=False
+        num_proc_per_node_int_or_string=False,
+        torchtune_qlora_checks=True,
+        torchtune_lora_args_checks=False,
+        torchtune_models=LATER_MODELS,
     ),
     "v2.3": MLPolicySettings(
-        num_proc_per_node_int_or_string=False, torchtune_qlora_checks=True, torchtune_lora_args_checks=True
+        num_proc_per_node_int_or_string=False,
+        torchtune_qlora_checks=True,
+        torchtune_lora_args_checks=True,
+        torchtune_models=LATER_MODELS,
     ),
 }
 
@@ -201,6 +225,10 @@ def _mpi_cases(p: Profile) -> list[Case]:
     ]
 
 
+def _unless_supported(p: Profile, model: str) -> tuple[Expected, ...]:
+    return () if model in SETTINGS[p.name].torchtune_models else (_model_error(model),)
+
+
 def _torchtune_cases(p: Profile) -> list[Case]:
     small = (_tune_runtime("torchtune-llama3.2-1b"),)
     npn: dict[str, Any] = {"numProcPerNode": "auto"} if SETTINGS[p.name].num_proc_per_node_int_or_string else {}
@@ -229,17 +257,31 @@ def _torchtune_cases(p: Profile) -> list[Case]:
             cluster=small,
         ),
         Case(
+            "torchtune_3b_model",
+            "torchtune-llama3.2-3b -> llama3_2/3B is supported in every release (the 3B runtime ships from v2.0 on).",
+            tune("torchtune-llama3.2-3b"),
+            cluster=(_tune_runtime("torchtune-llama3.2-3b"),),
+        ),
+        Case(
             "torchtune_qwen_model",
             "torchtune-qwen2.5-1.5b -> qwen2_5/1.5B is supported (the shared spec's list lacks it).",
             tune("torchtune-qwen2.5-1.5b"),
             cluster=(_tune_runtime("torchtune-qwen2.5-1.5b"),),
         ),
         Case(
-            "torchtune_unsupported_model",
-            "llama3_2/7B is not a supported model (upstream's list has 3B; the shared spec's 7B is wrong).",
+            "torchtune_llama3_2_7b_model",
+            "torchtune-llama3.2-7b -> llama3_2/7B: v2.0 admits it (the shared spec's and the pre-release "
+            "constants' model, see V2_0_MODELS); v2.1+ have 3B instead.",
             tune("torchtune-llama3.2-7b"),
             cluster=(_tune_runtime("torchtune-llama3.2-7b"),),
-            expected=(_model_error("llama3_2/7B"),),
+            expected=_unless_supported(p, "llama3_2/7B"),
+        ),
+        Case(
+            "torchtune_unsupported_model",
+            "torchtune-llama3.1-70b -> llama3_1/70B is in no release's model set (upstream's own invalid case).",
+            tune("torchtune-llama3.1-70b"),
+            cluster=(_tune_runtime("torchtune-llama3.1-70b"),),
+            expected=(_model_error("llama3_1/70B"),),
         ),
         Case(
             "torchtune_unparsable_name",
@@ -359,7 +401,8 @@ RULE = Rule(
         "accept string numProcPerNode only as auto, cpu or gpu; spec.trainer.env must not set PET_NNODES, "
         "PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT. torchtune (command exactly [tune, "
         "run]): the model from the runtime name must be llama3_2/1B, llama3_2/3B, llama3_3/70B or qwen2_5/1.5B "
-        "(upstream's constants; the shared spec's llama3_2/7B does not exist), numNodes > 1 only for "
+        "(upstream's constants from v2.1; v2.0 also admits the shared spec's llama3_2/7B, which the pre-release "
+        "constants list, since the v2.0.0 set is unconfirmed), numNodes > 1 only for "
         "llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B refused; distributed QLoRA on "
         "llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. An unset "
         "numNodes counts as 1 (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The "
@@ -371,7 +414,7 @@ RULE = Rule(
         "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
     ),
     spec_section="E6-E7",
-    version="1.0.4",
+    version="1.0.5",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -72,6 +72,7 @@ from typing import Any
 import pytest
 
 from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.catalog.model import Expected
 from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
 from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
@@ -96,7 +97,7 @@ class Err:
 
     @property
     def msg(self) -> str:
-        return f"{self.field}: {self.type}: {self.detail}"
+        return Expected(self.field, self.type, self.detail).msg
 
 
 @dataclass(frozen=True)
@@ -1000,20 +1001,14 @@ def _integration_v20_cases(profile: str = "v2.0") -> list[Upstream]:
     names_src = f"{src} RFC1035-compliant-TrainJob-name-validation"
     marker_src = f"{src} markers:Validate-TrainJob-on-creation"
     update_src = f"{src} markers:Validate-TrainJob-on-update"
-    tr, ctr = "TrainingRuntime", "ClusterTrainingRuntime"
+    tr = "TrainingRuntime"
     regex = (
         "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
         "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
         "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
     )
 
-    def tj(name: str = "train-job", kind: str = tr, runtime: str = "training-runtime", **spec: Any) -> dict[str, Any]:
-        return trainjob(name, runtime=runtime, kind=kind, spec=spec)
-
-    def name_errs(*details: str) -> tuple[Err, ...]:
-        return tuple(Err(NAME_RULE, "metadata.name", "Invalid", d) for d in details)
-
-    testing = integration_runtimes()
+    tj = integration_trainjob
     mpi = integration_runtimes()
     mpi[0]["spec"]["mlPolicy"] = {"mpi": {}}
     torch = integration_runtimes(torch=True)
@@ -1025,76 +1020,7 @@ def _integration_v20_cases(profile: str = "v2.0") -> list[Upstream]:
     managed = mj("valid-managed-by", suspend=False, managedBy="trainer.kubeflow.org/trainjob-controller")
     runtime_ref = mj("valid-runtimeref", suspend=False, managedBy="trainer.kubeflow.org/trainjob-controller")
     return [
-        Upstream(
-            profile,
-            create_src,
-            "Should succeed in creating trainJob with namespace scoped trainingRuntime",
-            new=tj(),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            create_src,
-            "Should fail in creating trainJob referencing trainingRuntime not present in the namespace",
-            new=tj(runtime="invalid"),
-            cluster=testing,
-            expected=(
-                Err(
-                    RUNTIME_REF,
-                    "spec.runtimeRef",
-                    "Invalid",
-                    'TrainingRuntime.trainer.kubeflow.org "invalid" not found: specified trainingRuntime must be '
-                    "created before the TrainJob is created",
-                ),
-            ),
-        ),
-        Upstream(
-            profile,
-            create_src,
-            "Should succeed in creating trainJob with namespace scoped trainingRuntime (ClusterTrainingRuntime)",
-            new=tj(kind=ctr),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            create_src,
-            "Should fail in creating trainJob with pre-trained model config when referencing a trainingRuntime without "
-            "an initializer",
-            new=tj(initializer={"model": {"storageUri": "hf://trainjob-model"}}),
-            cluster=integration_runtimes(model_container=False),
-            expected=(
-                Err(
-                    RUNTIME_REF,
-                    "spec.runtimeRef",
-                    "Invalid",
-                    "must have container with name - model-initializer in the model-initializer job",
-                ),
-            ),
-        ),
-        Upstream(
-            profile,
-            create_src,
-            "Should fail in creating trainJob with dataset initializer when referencing a trainingRuntime without an "
-            "initializer",
-            new=tj(initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
-            cluster=integration_runtimes(dataset_container=False),
-            expected=(
-                Err(
-                    RUNTIME_REF,
-                    "spec.runtimeRef",
-                    "Invalid",
-                    "must have container with name - dataset-initializer in the dataset-initializer job",
-                ),
-            ),
-        ),
-        Upstream(
-            profile,
-            create_src,
-            "Should succeed in creating trainJob with dataset initializer when referencing a ClusterTrainingRuntime "
-            "with an initializer",
-            new=tj(kind=ctr, initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
-            cluster=testing,
-        ),
+        *_integration_lookup_cases(profile, create_src),
         Upstream(
             profile,
             create_src,
@@ -1137,52 +1063,7 @@ def _integration_v20_cases(profile: str = "v2.0") -> list[Upstream]:
                 ),
             ),
         ),
-        Upstream(
-            profile,
-            names_src,
-            "Should succeed to create TrainJob with valid RFC1035-compliant name",
-            new=tj("valid-job-name", kind=ctr),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should succeed to create TrainJob with name exactly 63 characters",
-            new=tj("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", kind=ctr),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob with uppercase letters in name",
-            new=tj("Invalid-job-name", kind=ctr),
-            cluster=testing,
-            expected=name_errs(regex),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob starting with a digit",
-            new=tj("1jobname", kind=ctr),
-            cluster=testing,
-            expected=name_errs(regex),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob ending with a hyphen",
-            new=tj("jobname-", kind=ctr),
-            cluster=testing,
-            expected=name_errs(regex),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob with name exceeding 63 characters",
-            new=tj("this-name-is-way-too-long-for-a-rfc1035-label-and-should-fail-validation", kind=ctr),
-            cluster=testing,
-            expected=name_errs("must be no more than 63 characters"),
-        ),
+        *_integration_name_cases(profile, names_src, regex, "must be no more than 63 characters"),
         Upstream(
             profile,
             marker_src,
@@ -1325,23 +1206,17 @@ def integration_runtimes(*, model_container: bool = True, dataset_container: boo
     return (namespaced, cluster)
 
 
-def _integration_cases(profile: str) -> list[Upstream]:
-    create_src = f"{INTEGRATION} Validate-TrainJob-on-creation"
-    names_src = f"{INTEGRATION} RFC1035-compliant-TrainJob-name-validation"
-    marker_src = f"{INTEGRATION} markers:Validate-TrainJob-on-creation"
-    update_src = f"{INTEGRATION} markers:Validate-TrainJob-on-update"
-    tr, ctr = "TrainingRuntime", "ClusterTrainingRuntime"
+def integration_trainjob(
+    name: str = "train-job", kind: str = "TrainingRuntime", runtime: str = "training-runtime", **spec: Any
+) -> dict[str, Any]:
+    """The creation table's TrainJob: `train-job` referencing the `training-runtime` of BeforeEach."""
+    return trainjob(name, runtime=runtime, kind=kind, spec=spec)
 
-    def tj(name: str = "train-job", kind: str = tr, runtime: str = "training-runtime", **spec: Any) -> dict[str, Any]:
-        return trainjob(name, runtime=runtime, kind=kind, spec=spec)
 
-    def name_errs(*details: str) -> tuple[Err, ...]:
-        return tuple(Err(NAME_RULE, "metadata.name", "Invalid", d) for d in details)
-
-    rfc1035 = "metadata.name must match RFC 1035 DNS label format"
-    too_long = "metadata.name must be no more than 63 characters"
-    testing = integration_runtimes()
-    cases = [
+def _integration_lookup_cases(profile: str, create_src: str) -> list[Upstream]:
+    """The creation table's runtime lookup and initializer cases: the same in the v2.0-era and the v2.2-era file."""
+    tj, ctr, testing = integration_trainjob, "ClusterTrainingRuntime", integration_runtimes()
+    return [
         Upstream(
             profile,
             create_src,
@@ -1412,6 +1287,78 @@ def _integration_cases(profile: str) -> list[Upstream]:
             new=tj(kind=ctr, initializer={"dataset": {"storageUri": "hf://trainjob-model"}}),
             cluster=testing,
         ),
+    ]
+
+
+def _integration_name_cases(profile: str, names_src: str, invalid: str, too_long: str) -> list[Upstream]:
+    """The RFC 1035 name table, the same in the v2.0-era and the v2.2-era file; only the messages differ (the
+    webhook's DNS-1035 errors in v2.0, the CRD's CEL rules from v2.1)."""
+    tj, ctr, testing = integration_trainjob, "ClusterTrainingRuntime", integration_runtimes()
+
+    def name_errs(detail: str) -> tuple[Err, ...]:
+        return (Err(NAME_RULE, "metadata.name", "Invalid", detail),)
+
+    return [
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with valid RFC1035-compliant name",
+            new=tj("valid-job-name", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should succeed to create TrainJob with name exactly 63 characters",
+            new=tj("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", kind=ctr),
+            cluster=testing,
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with uppercase letters in name",
+            new=tj("Invalid-job-name", kind=ctr),
+            cluster=testing,
+            expected=name_errs(invalid),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob starting with a digit",
+            new=tj("1jobname", kind=ctr),
+            cluster=testing,
+            expected=name_errs(invalid),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob ending with a hyphen",
+            new=tj("jobname-", kind=ctr),
+            cluster=testing,
+            expected=name_errs(invalid),
+        ),
+        Upstream(
+            profile,
+            names_src,
+            "Should fail to create TrainJob with name exceeding 63 characters",
+            new=tj("this-name-is-way-too-long-for-a-rfc1035-label-and-should-fail-validation", kind=ctr),
+            cluster=testing,
+            expected=name_errs(too_long),
+        ),
+    ]
+
+
+def _integration_cases(profile: str) -> list[Upstream]:
+    create_src = f"{INTEGRATION} Validate-TrainJob-on-creation"
+    names_src = f"{INTEGRATION} RFC1035-compliant-TrainJob-name-validation"
+    marker_src = f"{INTEGRATION} markers:Validate-TrainJob-on-creation"
+    update_src = f"{INTEGRATION} markers:Validate-TrainJob-on-update"
+    tr = "TrainingRuntime"
+    tj = integration_trainjob
+    rfc1035 = "metadata.name must match RFC 1035 DNS label format"
+    too_long = "metadata.name must be no more than 63 characters"
+    cases = [
+        *_integration_lookup_cases(profile, create_src),
         Upstream(
             profile,
             create_src,
@@ -1434,52 +1381,7 @@ def _integration_cases(profile: str) -> list[Upstream]:
                 ),
             ),
         ),
-        Upstream(
-            profile,
-            names_src,
-            "Should succeed to create TrainJob with valid RFC1035-compliant name",
-            new=tj("valid-job-name", kind=ctr),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should succeed to create TrainJob with name exactly 63 characters",
-            new=tj("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", kind=ctr),
-            cluster=testing,
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob with uppercase letters in name",
-            new=tj("Invalid-job-name", kind=ctr),
-            cluster=testing,
-            expected=name_errs(rfc1035),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob starting with a digit",
-            new=tj("1jobname", kind=ctr),
-            cluster=testing,
-            expected=name_errs(rfc1035),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob ending with a hyphen",
-            new=tj("jobname-", kind=ctr),
-            cluster=testing,
-            expected=name_errs(rfc1035),
-        ),
-        Upstream(
-            profile,
-            names_src,
-            "Should fail to create TrainJob with name exceeding 63 characters",
-            new=tj("this-name-is-way-too-long-for-a-rfc1035-label-and-should-fail-validation", kind=ctr),
-            cluster=testing,
-            expected=name_errs(too_long),
-        ),
+        *_integration_name_cases(profile, names_src, rfc1035, too_long),
     ]
     # "TrainJob marker validations and defaulting": runtimes named "testing".
     marker = tuple(dict(r, metadata={**r["metadata"], "name": "testing"}) for r in integration_runtimes())

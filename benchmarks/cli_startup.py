@@ -15,8 +15,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 from benchmarks.common import percentile, write_result
+from kubeflow_trainer_policy.engine.fact_cache import ENV_VAR
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
@@ -45,7 +47,7 @@ COMMANDS: dict[str, tuple[list[str], int, dict[str, str]]] = {
         0,
         {},
     ),
-    "review_denied_uncached": (_REVIEW_DENIED, 1, {"TRAINER_POLICY_CACHE_DIR": ""}),
+    "review_denied_uncached": (_REVIEW_DENIED, 1, {ENV_VAR: ""}),
 }
 """name -> (argv, expected exit code, environment): a run with another exit code is a failed benchmark, not a
 figure. Reviews use a fact cache of the benchmark's own (filled by the warm-up run, as a user's is after the
@@ -62,16 +64,11 @@ def _run_once(argv: list[str], expected: int, env: dict[str, str]) -> float:
 
 
 def measure() -> dict[str, object]:
-    previous = os.environ.get("TRAINER_POLICY_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="cli-startup-facts-") as cache:
-        os.environ["TRAINER_POLICY_CACHE_DIR"] = cache
-        try:
-            return _measure()
-        finally:
-            if previous is None:
-                del os.environ["TRAINER_POLICY_CACHE_DIR"]
-            else:
-                os.environ["TRAINER_POLICY_CACHE_DIR"] = previous
+    with (
+        tempfile.TemporaryDirectory(prefix="cli-startup-facts-") as cache,
+        mock.patch.dict(os.environ, {ENV_VAR: cache}),
+    ):
+        return _measure()
 
 
 def _measure() -> dict[str, object]:

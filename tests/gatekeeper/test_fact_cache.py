@@ -9,7 +9,10 @@ import pytest
 
 from kubeflow_trainer_policy.engine.fact_cache import ENV_VAR, FactCache, cache_dir
 from kubeflow_trainer_policy.engine.rego_ast import RegoParser
-from kubeflow_trainer_policy.errors import EngineError
+from kubeflow_trainer_policy.errors import EngineError, TemplateError
+from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
+from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
+from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
 MODULE = """package lib.demo
 
@@ -85,23 +88,16 @@ def test_the_folder_comes_from_the_environment_and_empty_turns_it_off(monkeypatc
 # --- templates known to compile alone get their own engine only when a review needs it ------------------------
 
 
-def _runner_files(tmp_path: Path) -> list[Path]:
-    from tests.gatekeeper.helpers import FIXTURES
-
-    return [FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"]
+RUNNER_FILES = [FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"]
 
 
 def test_a_second_runner_compiles_templates_alone_only_when_needed(tmp_path, monkeypatch):
-    from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
-    from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-    from tests.gatekeeper.helpers import request, trainjob
-
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "facts"))
-    policy_set = load_policy_set(_runner_files(tmp_path))
+    policy_set = load_policy_set(RUNNER_FILES)
     with GatekeeperRunner(policy_set) as first:
         assert set(first.compiled) == set(policy_set.templates)  # each compiled alone, as Gatekeeper does
         expected = first.review(request("CREATE", trainjob(labels={})))
-    with GatekeeperRunner(load_policy_set(_runner_files(tmp_path))) as second:
+    with GatekeeperRunner(load_policy_set(RUNNER_FILES)) as second:
         assert second.compiled == {}
         result = second.review(request("CREATE", trainjob(labels={})))
         assert second.compiled == {}  # the shared engine answered
@@ -112,12 +108,8 @@ def test_a_second_runner_compiles_templates_alone_only_when_needed(tmp_path, mon
 
 
 def test_the_compile_check_is_per_builtin_set(tmp_path, monkeypatch):
-    from kubeflow_trainer_policy.errors import TemplateError
-    from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
-    from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "facts"))
-    policy_set = load_policy_set(_runner_files(tmp_path))
+    policy_set = load_policy_set(RUNNER_FILES)
     with GatekeeperRunner(policy_set, external_data=True):
         pass
     # Compiled with external_data registered is not compiled as gator loads templates (without it).

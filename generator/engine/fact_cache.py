@@ -1,8 +1,9 @@
-"""Module facts kept on disk between processes, keyed by the module's source.
+"""Facts about Rego kept on disk between processes, keyed by the text they are about: a module's source (what
+OPA's parser finds in it, engine/rego_ast.py) or a template's modules (that they compile alone, gatekeeper/runner.py).
 
 Parsing a template's Rego with OPA's parser is most of a `trainer-policy review` process's start-up
 (about 10 ms a module; a profile ships 21 distinct modules), and users run review in CI loops over
-many manifests with the same templates. A fact depends only on the source text, the engine's version
+many manifests with the same templates. A fact depends only on that text, the engine's version
 and how facts are read from the AST, so all three make the key: a changed module, a reinstalled engine or
 a new extraction never meets an old entry.
 
@@ -53,21 +54,21 @@ class FactCache:
         self.folder = folder
         self._salt = f"{FACTS_FORMAT}\0{_engine_identity()}\0".encode()
 
-    def _path(self, source: str) -> Path:
+    def _path(self, key: str) -> Path:
         assert self.folder is not None
-        return self.folder / (hashlib.sha256(self._salt + source.encode()).hexdigest() + ".json")
+        return self.folder / (hashlib.sha256(self._salt + key.encode()).hexdigest() + ".json")
 
-    def get(self, source: str) -> dict[str, Any] | None:
-        """The stored JSON object for `source`, or None (absent, unreadable, not an object)."""
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored JSON object for `key`, or None (absent, unreadable, not an object)."""
         if self.folder is None:
             return None
         try:
-            body = json.loads(self._path(source).read_text(encoding="utf-8"))
+            body = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return body if isinstance(body, dict) else None
 
-    def put(self, source: str, body: dict[str, Any]) -> None:
+    def put(self, key: str, body: dict[str, Any]) -> None:
         if self.folder is None:
             return
         with suppress(OSError):
@@ -76,7 +77,7 @@ class FactCache:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump(body, handle)
-                os.replace(temporary, self._path(source))
+                os.replace(temporary, self._path(key))
             finally:
                 with suppress(FileNotFoundError):
                     os.unlink(temporary)

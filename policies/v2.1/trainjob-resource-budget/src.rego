@@ -23,8 +23,7 @@ import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
 
-# Admission (CREATE, UPDATE) and Gatekeeper's audit (operation "").
-evaluated if review.get(input.review, ["operation"], "") in {"CREATE", "UPDATE", ""}
+evaluated if review.applies_to({"CREATE", "UPDATE"})
 
 trainjob := review.new_object
 

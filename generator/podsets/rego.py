@@ -15,7 +15,10 @@ BUDGET_KIND = "TrainerTrainJobResourceBudget"
 LIBS = ("review", "runtime", "nanos", "podsets")
 COMPUTE = "x := data.lib.trainer.podsets.compute(input.trainjob, input.runtime)"
 # The runtime lib reads data.inventory, as in Gatekeeper; here the inventory comes with the query.
-LOOKUP = "x := data.lib.trainer.runtime.lookup(input.trainjob) with data.inventory as input.inventory"
+LOOKUP = (
+    "x := data.lib.trainer.runtime.lookup(input.trainjob) with data.inventory as input.inventory; "
+    "runtimes := [r | r := data.lib.trainer.runtime.get(input.trainjob, x.ref)] with data.inventory as input.inventory"
+)
 
 
 class PodSetsEngine:
@@ -48,8 +51,10 @@ class PodSetsEngine:
         return result.bindings[0]["x"]
 
     def runtime(self, inventory: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any]:
+        """The runtime lib's lookup, with the runtime itself under "runtime" when it was found."""
         result = self.engine.eval_query(LOOKUP, {"inventory": inventory, "trainjob": trainjob})
-        return result.bindings[0]["x"]
+        bindings = result.bindings[0]
+        return {**bindings["x"], "runtime": bindings["runtimes"][0]} if bindings["runtimes"] else bindings["x"]
 
     def close(self) -> None:
         self.engine.close()

@@ -30,14 +30,12 @@ import data.lib.trainer.violations
 
 trainjob := review.new_object
 
+# METADATA
+# title: lookup
+# description: Whether the referenced runtime can be read; a runtime that cannot be read is trainjob-runtime-ref's to report.
 lookup := runtime.lookup(trainjob)
 
-# METADATA
-# title: found
-# description: The referenced runtime; a runtime that cannot be read is trainjob-runtime-ref's to report.
-found := lookup.runtime if lookup.found
-
-ml := runtime.ml_policy(found)
+ml := runtime.requested_ml_policy
 
 trainer := t if {
 	t := review.get(trainjob, ["spec", "trainer"], null)
@@ -91,7 +89,7 @@ violation contains v if {
 }
 
 launcher_and_node if {
-	names := runtime.job_names(found)
+	names := runtime.requested_job_names
 	"launcher" in names
 	"node" in names
 }

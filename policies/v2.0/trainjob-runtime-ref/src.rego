@@ -44,9 +44,7 @@ checked if review.applies_to({"CREATE", "UPDATE"})
 
 lookup := runtime.lookup(trainjob)
 
-found := lookup.runtime if lookup.found
-
-job_names := runtime.job_names(found)
+job_names := runtime.requested_job_names
 
 # METADATA
 # title: job_containers
@@ -55,11 +53,13 @@ job_names := runtime.job_names(found)
 #   initializer names (before merging), built once: each named container is then looked up, not searched
 #   for in every job.
 job_containers := {[job_name, c] |
-	some job in runtime.jobs(found)
+	some job in runtime.requested_jobs
 	job_name := object.get(job, "name", null)
 	job_name in named_jobs
 	some list in ["initContainers", "containers"]
-	some container in review.array(object.get(job, ["template", "spec", "template", "spec", list], []))
+	containers := object.get(job, ["template", "spec", "template", "spec", list], [])
+	is_array(containers)
+	some container in containers
 	c := container.name
 	is_string(c)
 }
@@ -85,7 +85,7 @@ missing_detail := sprintf("%s: specified %s must be created before the TrainJob 
 
 initializers := [{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"}, {"key": "model", "job": "model-initializer", "config": "modelConfig"}]
 
-configured(key) if review.get(trainjob, ["spec", "initializer", key], null) != null
+configured(key) if object.get(trainjob, ["spec", "initializer", key], null) != null
 
 # METADATA
 # title: initializer job missing
@@ -114,16 +114,25 @@ violation contains v if {
 
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 
-names(list) := [name |
-	some item in review.array(list)
-	name := review.get(item, ["name"], null)
+# METADATA
+# title: target_containers
+# description: >-
+#   [job, list, name] for each (init)container an override names, the name null where an item
+#   has none. Items are wrapped for object.get, which reads a field of any value: a function call per item
+#   would cost several times more.
+target_containers := [[t.job, list, name] |
+	some t in checked_targets
+	some list in ["initContainers", "containers"]
+	items := t[list]
+	is_array(items)
+	some item in items
+	name := object.get({"item": item}, ["item", "name"], null)
 ]
 
-quoted(value) := sprintf("%q", [value]) if is_string(value)
-
-quoted(value) := sprintf("%v", [value]) if not is_string(value)
-
-entries := review.array(review.get(trainjob, ["spec", "podSpecOverrides"], []))
+entries := list if {
+	list := object.get(trainjob, ["spec", "podSpecOverrides"], [])
+	is_array(list)
+} else := []
 
 # METADATA
 # title: targets
@@ -132,11 +141,14 @@ entries := review.array(review.get(trainjob, ["spec", "podSpecOverrides"], []))
 #   being the entry's own.
 targets := [target |
 	some entry in entries
-	some target_job in review.array(review.get(entry, ["targetJobs"], []))
+	is_object(entry)
+	target_jobs := object.get(entry, "targetJobs", [])
+	is_array(target_jobs)
+	some target_job in target_jobs
 	target := {
-		"job": review.get(target_job, ["name"], null),
-		"initContainers": review.get(entry, ["initContainers"], []),
-		"containers": review.get(entry, ["containers"], []),
+		"job": object.get({"target": target_job}, ["target", "name"], null),
+		"initContainers": object.get(entry, ["initContainers"], []),
+		"containers": object.get(entry, ["containers"], []),
 	}
 ]
 
@@ -148,6 +160,10 @@ missing_target_detail := "must not have targetJob that doesn't exist in the runt
 #   Every target, also a missing one: upstream does not `continue` after a missing targetJob, so that
 #   entry's container overrides are also reported against the (empty) containers of the missing job.
 checked_targets := targets
+
+quoted(value) := sprintf("%q", [value]) if is_string(value)
+
+quoted(value) := sprintf("%v", [value]) if not is_string(value)
 
 # METADATA
 # title: duplicate target
@@ -182,10 +198,9 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in checked_targets
-	some name in names(t.initContainers)
-	not [t.job, name] in job_containers
-	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [t.job]))
+	some [job, "initContainers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [job]))
 }
 
 # METADATA
@@ -194,10 +209,9 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in checked_targets
-	some name in names(t.containers)
-	not [t.job, name] in job_containers
-	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [t.job]))
+	some [job, "containers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [job]))
 }
 
 # METADATA
@@ -207,8 +221,11 @@ violation contains v if {
 	checked
 	lookup.found
 	some t in checked_targets
-	some container in review.array(t.containers)
-	review.get(container, ["name"], null) in reserved_containers
-	count(review.array(review.get(container, ["env"], []))) > 0
+	is_array(t.containers)
+	some container in t.containers
+	object.get({"container": container}, ["container", "name"], null) in reserved_containers
+	env := object.get({"container": container}, ["container", "env"], [])
+	is_array(env)
+	count(env) > 0
 	v := violations.make(field, "Invalid", "must not have envs for the dataset-initializer, model-initializer, node containers")
 }

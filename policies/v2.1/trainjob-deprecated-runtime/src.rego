@@ -25,7 +25,10 @@ import data.lib.trainer.violations
 
 policy_url := "https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy"
 
-deprecated(obj) if review.get(obj, ["metadata", "labels", "trainer.kubeflow.org/support"], null) == "deprecated"
+# METADATA
+# title: deprecated
+# description: The requested runtime carries trainer.kubeflow.org/support=deprecated (only its labels are read).
+deprecated if object.get(runtime.requested, ["metadata", "labels", "trainer.kubeflow.org/support"], null) == "deprecated"
 
 # METADATA
 # title: referenced deprecated runtime
@@ -37,6 +40,6 @@ violation contains v if {
 	lookup := runtime.lookup(review.new_object)
 	lookup.found
 	lookup.ref.kind == "ClusterTrainingRuntime"
-	deprecated(lookup.runtime)
+	deprecated
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("Referenced ClusterTrainingRuntime %q is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: %s", [sprintf("%v", [lookup.ref.name]), policy_url]))
 }

@@ -31,14 +31,12 @@ import data.lib.trainer.violations
 
 trainjob := review.new_object
 
+# METADATA
+# title: lookup
+# description: Whether the referenced runtime can be read; a runtime that cannot be read is trainjob-runtime-ref's to report.
 lookup := runtime.lookup(trainjob)
 
-# METADATA
-# title: found
-# description: The referenced runtime; a runtime that cannot be read is trainjob-runtime-ref's to report.
-found := lookup.runtime if lookup.found
-
-ml := runtime.ml_policy(found)
+ml := runtime.requested_ml_policy
 
 trainer := t if {
 	t := review.get(trainjob, ["spec", "trainer"], null)
@@ -81,7 +79,7 @@ violation contains v if {
 }
 
 launcher_and_node if {
-	names := runtime.job_names(found)
+	names := runtime.requested_job_names
 	"launcher" in names
 	"node" in names
 }
@@ -177,11 +175,14 @@ resources_per_node := r if {
 } else := {}
 
 runtime_node_resources := [r |
-	some job in runtime.jobs(found)
-	review.get(job, ["template", "metadata", "labels", "trainer.kubeflow.org/trainjob-ancestor-step"], null) == "trainer"
-	some c in review.array(review.get(job, ["template", "spec", "template", "spec", "containers"], []))
-	review.get(c, ["name"], null) == "node"
-	r := review.get(c, ["resources"], {})
+	some job in runtime.requested_jobs
+	object.get(job, ["template", "metadata", "labels", "trainer.kubeflow.org/trainjob-ancestor-step"], null) == "trainer"
+	containers := object.get(job, ["template", "spec", "template", "spec", "containers"], [])
+	is_array(containers)
+	some c in containers
+	is_object(c)
+	object.get(c, "name", null) == "node"
+	r := object.get(c, "resources", {})
 ]
 
 # METADATA

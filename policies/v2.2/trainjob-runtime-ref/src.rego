@@ -44,9 +44,7 @@ checked if review.applies_to({"CREATE", "UPDATE"})
 
 lookup := runtime.lookup(trainjob)
 
-found := lookup.runtime if lookup.found
-
-job_names := runtime.job_names(found)
+job_names := runtime.requested_job_names
 
 # METADATA
 # title: job_containers
@@ -55,11 +53,13 @@ job_names := runtime.job_names(found)
 #   initializer names (before merging), built once: each named container is then looked up, not searched
 #   for in every job.
 job_containers := {[job_name, c] |
-	some job in runtime.jobs(found)
+	some job in runtime.requested_jobs
 	job_name := object.get(job, "name", null)
 	job_name in named_jobs
 	some list in ["initContainers", "containers"]
-	some container in review.array(object.get(job, ["template", "spec", "template", "spec", list], []))
+	containers := object.get(job, ["template", "spec", "template", "spec", list], [])
+	is_array(containers)
+	some container in containers
 	c := container.name
 	is_string(c)
 }
@@ -85,7 +85,7 @@ missing_detail := sprintf("%s: specified %s must be created before the TrainJob 
 
 initializers := [{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"}, {"key": "model", "job": "model-initializer", "config": "modelConfig"}]
 
-configured(key) if review.get(trainjob, ["spec", "initializer", key], null) != null
+configured(key) if object.get(trainjob, ["spec", "initializer", key], null) != null
 
 # METADATA
 # title: initializer job missing
@@ -114,16 +114,25 @@ violation contains v if {
 
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 
-names(list) := [name |
-	some item in review.array(list)
-	name := review.get(item, ["name"], null)
+# METADATA
+# title: target_containers
+# description: >-
+#   [job, list, name] for each (init)container an override names, the name null where an item
+#   has none. Items are wrapped for object.get, which reads a field of any value: a function call per item
+#   would cost several times more.
+target_containers := [[t.job, list, name] |
+	some t in checked_targets
+	some list in ["initContainers", "containers"]
+	items := t[list]
+	is_array(items)
+	some item in items
+	name := object.get({"item": item}, ["item", "name"], null)
 ]
 
-quoted(value) := sprintf("%q", [value]) if is_string(value)
-
-quoted(value) := sprintf("%v", [value]) if not is_string(value)
-
-entries := review.array(review.get(trainjob, ["spec", "runtimePatches"], []))
+entries := list if {
+	list := object.get(trainjob, ["spec", "runtimePatches"], [])
+	is_array(list)
+} else := []
 
 # METADATA
 # title: targets
@@ -132,12 +141,15 @@ entries := review.array(review.get(trainjob, ["spec", "runtimePatches"], []))
 #   trainingRuntimeSpec.template.spec are skipped; a job patch without a pod spec has no containers.
 targets := [target |
 	some patch in entries
-	some job_patch in review.array(review.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], []))
-	pod := review.get(job_patch, ["template", "spec", "template", "spec"], {})
+	is_object(patch)
+	job_patches := object.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], [])
+	is_array(job_patches)
+	some job_patch in job_patches
+	pod := object.get({"job": job_patch}, ["job", "template", "spec", "template", "spec"], {})
 	target := {
-		"job": review.get(job_patch, ["name"], null),
-		"initContainers": review.get(pod, ["initContainers"], []),
-		"containers": review.get(pod, ["containers"], []),
+		"job": object.get({"job": job_patch}, ["job", "name"], null),
+		"initContainers": object.get({"pod": pod}, ["pod", "initContainers"], []),
+		"containers": object.get({"pod": pod}, ["pod", "containers"], []),
 	}
 ]
 
@@ -154,7 +166,7 @@ subdomain_error := "a lowercase RFC 1123 subdomain must consist of lower case al
 
 path_error := "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"
 
-managers := [m | some patch in entries; m := review.get(patch, ["manager"], null); is_string(m)]
+managers := [m | some patch in entries; m := object.get({"patch": patch}, ["patch", "manager"], null); is_string(m)]
 
 # METADATA
 # title: manager empty
@@ -242,10 +254,9 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in checked_targets
-	some name in names(t.initContainers)
-	not [t.job, name] in job_containers
-	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [t.job]))
+	some [job, "initContainers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [job]))
 }
 
 # METADATA
@@ -254,10 +265,9 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in checked_targets
-	some name in names(t.containers)
-	not [t.job, name] in job_containers
-	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [t.job]))
+	some [job, "containers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [job]))
 }
 
 # METADATA
@@ -267,8 +277,11 @@ violation contains v if {
 	checked
 	lookup.found
 	some t in checked_targets
-	some container in review.array(t.containers)
-	review.get(container, ["name"], null) in reserved_containers
-	count(review.array(review.get(container, ["env"], []))) > 0
+	is_array(t.containers)
+	some container in t.containers
+	object.get({"container": container}, ["container", "name"], null) in reserved_containers
+	env := object.get({"container": container}, ["container", "env"], [])
+	is_array(env)
+	count(env) > 0
 	v := violations.make(field, "Invalid", "must not have envs for the dataset-initializer, model-initializer, node containers")
 }

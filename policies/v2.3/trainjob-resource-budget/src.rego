@@ -64,7 +64,7 @@ configured if count_limit("maxPods")
 
 lookup := runtime.lookup(trainjob)
 
-computed := podsets.compute(trainjob, lookup.runtime) if lookup.found
+computed := podsets.compute(trainjob, runtime.requested) if lookup.found
 
 of_namespace(limit) := sprintf(" of namespace %s", [limit.namespace]) if limit.namespace != ""
 

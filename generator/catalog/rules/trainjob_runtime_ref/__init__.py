@@ -145,11 +145,19 @@ def cases(p: Profile) -> list[Case]:
     duplicates = with_overrides(
         override_entry(p, ["node"]), override_entry(p, ["node", "dataset-initializer", "node"], manager="acme.io/b")
     )
+    not_a_list = trainjob(p)
+    not_a_list["spec"][p.override_field] = "not-a-list"
     result = [
         Case(
             "cluster_runtime_found",
             "runtimeRef with only a name: kind defaults to ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org.",
             trainjob(p),
+            cluster=cluster,
+        ),
+        Case(
+            "overrides_not_a_list",
+            "The overrides field is not a list (the CRD schema refuses it first): no override to check.",
+            not_a_list,
             cluster=cluster,
         ),
         Case(
@@ -416,7 +424,7 @@ RULE = Rule(
         "Gatekeeper's sync (the bundle's SyncSet)."
     ),
     spec_section="E2-E5",
-    version="1.0.4",
+    version="1.0.5",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -55,23 +55,45 @@ patch_jobs(patch) := review.array(review.get(patch, ["trainingRuntimeSpec", "tem
 
 pod_field(job, name) := review.get(job, ["template", "spec", "template", "spec", name], null)
 
+new_patches := patches(review.new_object)
+
+old_patches := patches(review.old_object)
+
+old_managers := [object.get({"patch": patch}, ["patch", "manager"], null) | some patch in old_patches]
+
+# METADATA
+# title: old_patch_indexes
+# description: >-
+#   Indexes of the old patches with manager `m`. Managers are unique (listType=map), so an object built once
+#   answers each new patch; an object whose managers repeat is searched instead, with the same result.
+old_patch_indexes(m) := [old_patch_by_manager[m]] if {
+	unique_old_managers
+} else := [k | some k, x in old_managers; x == m]
+
+unique_old_managers if count({m | some m in old_managers}) == count(old_managers)
+
+old_patch_by_manager := {m: k | some k, m in old_managers} if unique_old_managers
+
 # METADATA
 # title: patch field changed
 # description: >-
 #   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
 #   their replicated jobs by name (listType=map), as the API server correlates them for transition rules.
+#   Equal patches and jobs are passed over whole.
 violation contains v if {
 	review.is_update
-	some i, new_patch in patches(review.new_object)
-	manager := review.get(new_patch, ["manager"], null)
+	some i, new_patch in new_patches
+	manager := object.get({"patch": new_patch}, ["patch", "manager"], null)
 	manager != null
-	some old_patch in patches(review.old_object)
-	review.get(old_patch, ["manager"], null) == manager
+	some k in old_patch_indexes(manager)
+	old_patch := old_patches[k]
+	old_patch != new_patch
 	some j, new_job in patch_jobs(new_patch)
 	job_name := review.get(new_job, ["name"], null)
 	job_name != null
 	some old_job in patch_jobs(old_patch)
 	review.get(old_job, ["name"], null) == job_name
+	old_job != new_job
 	some name in patch_fields
 	changed(pod_field(old_job, name), pod_field(new_job, name))
 	v := violations.make(sprintf("spec.runtimePatches[%d].trainingRuntimeSpec.template.spec.replicatedJobs[%d].template.spec.template.spec.%s", [i, j, name]), "Invalid", "field is immutable")

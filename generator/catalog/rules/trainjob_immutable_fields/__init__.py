@@ -108,6 +108,19 @@ def _patch_cases(p: Profile) -> list[Case]:
         ),
         _update(
             p,
+            "patch_manager_repeated",
+            "An old object whose patches repeat a manager (listType=map forbids it, an odd object may have it): "
+            "each patch of that manager is paired with the new one, and only the same job's fields are compared.",
+            tj(base, _patch(p, "example.com/site", "dataset-initializer")),
+            tj(_patch(p, "example.com/site", "node", serviceAccountName="b", containers=[container("node")])),
+            (
+                Expected(
+                    "spec.runtimePatches[0]." + POD.format(j=0, f="serviceAccountName"), "Invalid", "field is immutable"
+                ),
+            ),
+        ),
+        _update(
+            p,
             "patch_of_another_manager",
             "A patch under a new manager is not correlated with the old one.",
             tj(base),
@@ -194,7 +207,7 @@ RULE = Rule(
         "running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI."
     ),
     spec_section="E8",
-    version="1.0.0",
+    version="1.0.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("UPDATE",),
     parameters=(),

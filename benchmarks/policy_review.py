@@ -1,10 +1,14 @@
-"""Cost of one TrainJob UPDATE review with every TrainJob constraint of the v2.0 bundle, for 1..256 overrides.
+"""Cost of one TrainJob UPDATE review with every TrainJob constraint of a bundle, for 1..256 overrides, in
+profile v2.0 (podSpecOverrides) and v2.3 (runtimePatches, whose pod fields are also immutable per patch).
 
 Reported as a ratio to the trivial one-rule template measured in the same run (benchmarks/trivial_baseline.py).
 Scenarios per override count:
 - unchanged: the overrides are identical (suspend flips): the common update, one structural comparison.
-- semantically_equal: every quantity rewritten (`1` -> `1000m`): a full semantic walk, still no change.
-- changed: overrides changed while suspended: semantic walk + JobSet lookup through external_data (served from
+- semantically_equal (v2.0): every quantity rewritten (`1` -> `1000m`): a full semantic walk, still no change.
+  v2.3 has no such scenario: a runtime patch's containers are immutable as written (CEL compares them as they
+  are), so that update is denied.
+- changed: overrides changed while suspended (v2.0: the last override's cpu; v2.3: the last patch's
+  nodeSelector, a mutable field): semantic walk + JobSet lookup through external_data (served from
   Gatekeeper's cache after the first call, status_code 0, as in steady state).
 """
 
@@ -26,27 +30,52 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
+from kubeflow_trainer_policy.profiles import get_profile
 from kubeflow_trainer_policy_provider.documents import Document
 from kubeflow_trainer_policy_provider.handler import ProviderHandler
 from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 OVERRIDE_COUNTS = (1, 4, 16, 64, 256)
-PROFILE = "v2.0"
+PROFILES = ("v2.0", "v2.3")
+PROFILE = PROFILES[0]
 
 
-def _override(i: int, cpu: str, memory: str) -> dict[str, Any]:
+def _pod(cpu: str, memory: str, pool: str) -> dict[str, Any]:
     return {
-        "targetJobs": [{"name": f"job-{i}"}],
         "containers": [{"name": "node", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
         "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
-        "nodeSelector": {"pool": f"pool-{i % 4}"},
+        "nodeSelector": {"pool": pool},
     }
 
 
-def _trainjob(count: int, *, suspend: bool, cpu: str = "1", memory: str = "1Gi", last_cpu: str | None = None) -> dict:
-    overrides = [_override(i, cpu, memory) for i in range(count)]
-    if last_cpu is not None:
-        overrides[-1]["containers"][0]["resources"]["requests"]["cpu"] = last_cpu
+def _override(profile: str, i: int, cpu: str, memory: str, pool: str) -> dict[str, Any]:
+    """One override of job-<i> in the profile's shape."""
+    pod = _pod(cpu, memory, pool)
+    field = get_profile(profile).override_field
+    if field == "podSpecOverrides":
+        return {"targetJobs": [{"name": f"job-{i}"}], **pod}
+    if field == "podTemplateOverrides":
+        return {"targetJobs": [{"name": f"job-{i}"}], "spec": pod}
+    job = {"name": f"job-{i}", "template": {"spec": {"template": {"spec": pod}}}}
+    return {"manager": f"example.com/m{i}", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}}}
+
+
+def _trainjob(
+    count: int,
+    *,
+    suspend: bool,
+    profile: str = PROFILE,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    last_cpu: str | None = None,
+    last_pool: str | None = None,
+) -> dict:
+    overrides = [
+        _override(profile, i, last_cpu if last_cpu and i == count - 1 else cpu, memory, f"pool-{i % 4}")
+        for i in range(count)
+    ]
+    if last_pool is not None:
+        overrides[-1] = _override(profile, count - 1, cpu, memory, last_pool)
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -54,7 +83,7 @@ def _trainjob(count: int, *, suspend: bool, cpu: str = "1", memory: str = "1Gi",
         "spec": {
             "runtimeRef": {"name": "torch-distributed"},
             "suspend": suspend,
-            "podSpecOverrides": overrides,
+            get_profile(profile).override_field: overrides,
             "managedBy": "kueue.x-k8s.io/multikueue",
         },
     }
@@ -69,12 +98,20 @@ def _update(old: dict, new: dict) -> AdmissionRequest:
     return request_from_document(Document("benchmark", review))
 
 
-def scenarios(count: int) -> dict[str, AdmissionRequest]:
-    base = _trainjob(count, suspend=True)
+def scenarios(count: int, profile: str = PROFILE) -> dict[str, AdmissionRequest]:
+    base = _trainjob(count, suspend=True, profile=profile)
+    unchanged = _update(base, {**copy.deepcopy(base), "spec": {**base["spec"], "suspend": False}})
+    if get_profile(profile).override_field == "runtimePatches":
+        return {
+            "unchanged": unchanged,
+            "changed": _update(base, _trainjob(count, suspend=True, profile=profile, last_pool="pool-x")),
+        }
     return {
-        "unchanged": _update(base, {**copy.deepcopy(base), "spec": {**base["spec"], "suspend": False}}),
-        "semantically_equal": _update(base, _trainjob(count, suspend=True, cpu="1000m", memory="1024Mi")),
-        "changed": _update(base, _trainjob(count, suspend=True, last_cpu="2")),
+        "unchanged": unchanged,
+        "semantically_equal": _update(
+            base, _trainjob(count, suspend=True, profile=profile, cpu="1000m", memory="1024Mi")
+        ),
+        "changed": _update(base, _trainjob(count, suspend=True, profile=profile, last_cpu="2")),
     }
 
 
@@ -93,8 +130,8 @@ def cluster(count: int) -> list[dict[str, Any]]:
     return [_jobset(), runtime("torch-distributed", [job(f"job-{i}", containers=["node"]) for i in range(count)])]
 
 
-def policy_runner(count: int = 1) -> GatekeeperRunner:
-    policy_set = load_policy_set([gatekeeper_bundle_dir(PROFILE)])
+def policy_runner(count: int = 1, profile: str = PROFILE) -> GatekeeperRunner:
+    policy_set = load_policy_set([gatekeeper_bundle_dir(profile)])
     handler = ProviderHandler(StaticJobSetSource([_jobset()]))
     providers = {name: InProcessProvider(handler.handle) for name in policy_set.providers}
     return GatekeeperRunner(policy_set, providers, objects=cluster(count))
@@ -117,16 +154,33 @@ def run() -> dict[str, Any]:
     baseline_runner, baseline_request = trivial_runner()
     with baseline_runner:
         baseline = measure(lambda: baseline_runner.review(baseline_request), iterations=3000)
+    profiles = {profile: run_profile(profile, baseline) for profile in PROFILES}
+    first = profiles[PROFILE]
+    return {
+        "profile": PROFILE,
+        "constraints": first["constraints"],
+        "override_counts": list(OVERRIDE_COUNTS),
+        "trivial_baseline": baseline,
+        "scenarios": first["scenarios"],
+        "median_growth_1_to_256": first["median_growth_1_to_256"],
+        "targets": first["targets"],
+        "profiles": profiles,
+        "max_rss_mib": max_rss_mib(),
+        "go_gc_tuned": go_gc_tuned(),
+    }
+
+
+def run_profile(profile: str, baseline: dict[str, float]) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with policy_runner() as runner, trivial_runner()[0] as trivial:
+    with policy_runner(profile=profile) as runner, trivial_runner()[0] as trivial:
         constraints = sorted(c.name for c in runner.policy_set.constraints)
         for count in OVERRIDE_COUNTS:
             # The same cluster on both sides: the runner hands data.inventory to the engine with each review.
             runner.set_objects(cluster(count))
             trivial.set_objects(cluster(count))
-            for name, request in scenarios(count).items():
+            for name, request in scenarios(count, profile).items():
                 result = runner.review(request)
-                assert not result.errors and result.allowed, (count, name, result.as_json())
+                assert not result.errors and result.allowed, (profile, count, name, result.as_json())
                 # The trivial template on the SAME request: converting a large request into OPA values costs
                 # the same whatever the policy, so this ratio is the cost the policies add.
                 pair = measure_interleaved(
@@ -145,15 +199,10 @@ def run() -> dict[str, Any]:
         for name, by_count in results.items()
     }
     return {
-        "profile": PROFILE,
         "constraints": constraints,
-        "override_counts": list(OVERRIDE_COUNTS),
-        "trivial_baseline": baseline,
         "scenarios": results,
         "median_growth_1_to_256": growth,
         "targets": targets(results, growth),
-        "max_rss_mib": max_rss_mib(),
-        "go_gc_tuned": go_gc_tuned(),
     }
 
 
@@ -203,13 +252,14 @@ def main() -> None:
     path = write_result("policy_review", payload)
     base = payload["trivial_baseline"]["median_ms"]
     print(f"trivial baseline: median {base:.3f} ms")
-    for name, by_count in payload["scenarios"].items():
-        cells = ", ".join(
-            f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial on the same input, "
-            f"p99 {s['p99_ms']:.3f})"
-            for n, s in by_count.items()
-        )
-        print(f"{name}: {cells}")
+    for profile, figures in payload["profiles"].items():
+        for name, by_count in figures["scenarios"].items():
+            cells = ", ".join(
+                f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial on the same input, "
+                f"p99 {s['p99_ms']:.3f})"
+                for n, s in by_count.items()
+            )
+            print(f"{profile} {name}: {cells}")
     tuned = payload["go_gc_tuned"]
     print(
         f"with {tuned['env']}: "
@@ -218,8 +268,9 @@ def main() -> None:
         )
         + f", max RSS {tuned['max_rss_mib']:.0f} MiB (default GC: {payload['max_rss_mib']:.0f} MiB)"
     )
-    for name, met in payload["targets"].items():
-        print(f"targets {name}: " + ", ".join(f"{k}={'met' if v else 'NOT met'}" for k, v in met.items()))
+    for profile, figures in payload["profiles"].items():
+        for name, met in figures["targets"].items():
+            print(f"targets {profile} {name}: " + ", ".join(f"{k}={'met' if v else 'NOT met'}" for k, v in met.items()))
     print(f"-> {path}")
 
 

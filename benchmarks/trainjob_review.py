@@ -1,6 +1,10 @@
 """Cost of one full TrainJob CREATE review (every constraint of the bundle: name, runtime reference, ML policy,
 deprecation, managedBy, ...) with the runtime read from an inventory of 1,000 runtimes, for 1..64 overrides.
 
+Two runtime shapes: the runtime's worker jobs grow with the overrides (one per override, as in policy_review),
+and a fixed runtime of 66 jobs whatever the overrides (the worst case for few overrides: every template that
+reads the runtime's jobs converts all 66 into OPA values).
+
 Reported as a ratio to the trivial one-rule template measured in the same run on the same request and the
 same inventory (the runner hands data.inventory to the engine with each review, whatever the template, so
 that cost is the runner's and shows in both). Target: <= 3x, and growth at most linear in the overrides.
@@ -32,26 +36,30 @@ TARGET_RATIO = 3.0
 PACKAGE = re.compile(r"^package (\S+)", re.MULTILINE)
 
 
-def inventory_objects() -> list[dict[str, Any]]:
+def inventory_objects(workers: int = max(OVERRIDE_COUNTS)) -> list[dict[str, Any]]:
     """500 ClusterTrainingRuntimes and 500 TrainingRuntimes over 10 namespaces; the TrainJob uses one of them."""
     objects = [runtime(f"cluster-runtime-{i}") for i in range(RUNTIMES // 2)]
     objects += [
         runtime(f"runtime-{i}", kind="TrainingRuntime", namespace=f"team-{i % 10}") for i in range(RUNTIMES // 2)
     ]
-    objects.append(bench_runtime())
+    objects.append(bench_runtime(workers))
     return objects
 
 
-def bench_runtime() -> dict[str, Any]:
-    """The TrainJob's runtime: initializers, the trainer job and one worker job per override (distinct targets,
-    so that v2.0's duplicate-target check stays silent)."""
+def bench_runtime(workers: int = max(OVERRIDE_COUNTS)) -> dict[str, Any]:
+    """The TrainJob's runtime: initializers, the trainer job and `workers` worker jobs, one per override at the
+    most (distinct targets, so that v2.0's duplicate-target check stays silent)."""
     rt = runtime("torch-distributed")
     jobs = rt["spec"]["template"]["spec"]["replicatedJobs"]
-    jobs += [
-        job(f"worker-{i}", containers=["node", "sidecar"], init_containers=["setup"])
-        for i in range(max(OVERRIDE_COUNTS))
-    ]
+    jobs += [job(f"worker-{i}", containers=["node", "sidecar"], init_containers=["setup"]) for i in range(workers)]
     return rt
+
+
+# Worker jobs of the TrainJob's runtime for a given override count.
+RUNTIME_SHAPES = {
+    "runtime_grows_with_overrides": lambda count: count,
+    "runtime_of_66_jobs": lambda count: max(OVERRIDE_COUNTS),
+}
 
 
 def request(profile: str, count: int) -> AdmissionRequest:
@@ -194,51 +202,61 @@ def _targets(by_count: dict[str, Any]) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-    objects = inventory_objects()
     results: dict[str, Any] = {}
     for profile in PROFILES:
-        policy_set = load_policy_set([gatekeeper_bundle_dir(profile)])
-        sample = request(profile, 1)
-        stored = StoredInventoryReview(policy_set, objects, sample)
-        trivial_stored = StoredInventoryReview(load_policy_set([FIXTURE]), objects, sample)
-        one_call = OneCallReview(policy_set, objects, sample)
-        trivial_one_call = OneCallReview(load_policy_set([FIXTURE]), objects, sample)
-        runner = GatekeeperRunner(policy_set, objects=objects)
-        trivial_runner = GatekeeperRunner(load_policy_set([FIXTURE]), objects=objects)
-        with runner, trivial_runner:
-            gatekeeper_like: dict[str, Any] = {}
-            one_call_figures: dict[str, Any] = {}
-            per_template: dict[str, Any] = {}
-            runner_figures: dict[str, Any] = {}
-            for count in OVERRIDE_COUNTS:
-                req = request(profile, count)
-                result = runner.review(req)
-                assert not result.errors and result.allowed and not result.violations, result.as_json()
-                assert stored.review(req) == [] and one_call.review(req) == [], profile
-                gatekeeper_like[str(count)] = _pair(stored, trivial_stored, req, _iterations(count))
-                one_call_figures[str(count)] = _pair(one_call, trivial_one_call, req, _iterations(count))
-                per_template[str(count)] = {
-                    **stored.per_template(req, _iterations(count) // 4),
-                    "(trivial)": trivial_stored.per_template(req, _iterations(count) // 4)["trivial"],
-                }
-                runner_figures[str(count)] = _pair(runner, trivial_runner, req, RUNNER_ITERATIONS)
-        for review in (stored, trivial_stored, one_call, trivial_one_call):
-            review.close()
-        results[profile] = {
-            "matched_templates": len(stored.evaluations),
-            "stored_inventory": gatekeeper_like,
-            "targets": _targets(gatekeeper_like),
-            "one_engine_call": one_call_figures,
-            "one_engine_call_targets": _targets(one_call_figures),
-            "per_template_median_ms": per_template,
-            "runner_inventory_per_request": runner_figures,
-        }
+        results[profile] = {shape: run_shape(profile, workers) for shape, workers in RUNTIME_SHAPES.items()}
     return {
-        "runtimes_in_inventory": len(objects),
+        "runtimes_in_inventory": RUNTIMES + 1,
         "override_counts": list(OVERRIDE_COUNTS),
+        "runtime_shapes": {
+            shape: [workers(n) + 3 for n in OVERRIDE_COUNTS] for shape, workers in RUNTIME_SHAPES.items()
+        },
         "note": NOTE,
         "profiles": results,
         "max_rss_mib": max_rss_mib(),
+    }
+
+
+def run_shape(profile: str, workers: Any) -> dict[str, Any]:
+    """Every measurement of one profile with the runtime's worker jobs given by `workers(count)`."""
+    policy_set = load_policy_set([gatekeeper_bundle_dir(profile)])
+    trivial_set = load_policy_set([FIXTURE])
+    gatekeeper_like: dict[str, Any] = {}
+    one_call_figures: dict[str, Any] = {}
+    per_template: dict[str, Any] = {}
+    runner_figures: dict[str, Any] = {}
+    matched = 0
+    for count in OVERRIDE_COUNTS:
+        objects = inventory_objects(workers(count))
+        req = request(profile, count)
+        stored = StoredInventoryReview(policy_set, objects, req)
+        trivial_stored = StoredInventoryReview(trivial_set, objects, req)
+        one_call = OneCallReview(policy_set, objects, req)
+        trivial_one_call = OneCallReview(trivial_set, objects, req)
+        runner = GatekeeperRunner(policy_set, objects=objects)
+        trivial_runner = GatekeeperRunner(trivial_set, objects=objects)
+        with runner, trivial_runner:
+            result = runner.review(req)
+            assert not result.errors and result.allowed and not result.violations, result.as_json()
+            assert stored.review(req) == [] and one_call.review(req) == [], profile
+            matched = len(stored.evaluations)
+            gatekeeper_like[str(count)] = _pair(stored, trivial_stored, req, _iterations(count))
+            one_call_figures[str(count)] = _pair(one_call, trivial_one_call, req, _iterations(count))
+            per_template[str(count)] = {
+                **stored.per_template(req, _iterations(count) // 4),
+                "(trivial)": trivial_stored.per_template(req, _iterations(count) // 4)["trivial"],
+            }
+            runner_figures[str(count)] = _pair(runner, trivial_runner, req, RUNNER_ITERATIONS)
+        for review in (stored, trivial_stored, one_call, trivial_one_call):
+            review.close()
+    return {
+        "matched_templates": matched,
+        "stored_inventory": gatekeeper_like,
+        "targets": _targets(gatekeeper_like),
+        "one_engine_call": one_call_figures,
+        "one_engine_call_targets": _targets(one_call_figures),
+        "per_template_median_ms": per_template,
+        "runner_inventory_per_request": runner_figures,
     }
 
 
@@ -257,20 +275,23 @@ RUNNER_ITERATIONS = 5
 def main() -> None:
     payload = run()
     path = write_result("trainjob_review", payload)
-    for profile, res in payload["profiles"].items():
-        for kind in ("stored_inventory", "one_engine_call", "runner_inventory_per_request"):
-            cells = ", ".join(
-                f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial)"
-                for n, s in res[kind].items()
-            )
-            print(f"{profile} {kind} ({payload['runtimes_in_inventory']} runtimes): {cells}")
-        for kind in ("targets", "one_engine_call_targets"):
-            print(
-                f"{kind} {profile}: "
-                + ", ".join(f"{k}={v if isinstance(v, bool) else round(v, 2)}" for k, v in res[kind].items())
-            )
-        for n, figures in res["per_template_median_ms"].items():
-            print(f"{profile} per template at {n}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
+    for profile, shapes in payload["profiles"].items():
+        for shape, res in shapes.items():
+            for kind in ("stored_inventory", "one_engine_call", "runner_inventory_per_request"):
+                cells = ", ".join(
+                    f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial)"
+                    for n, s in res[kind].items()
+                )
+                print(f"{profile} {shape} {kind}: {cells}")
+            for kind in ("targets", "one_engine_call_targets"):
+                print(
+                    f"{profile} {shape} {kind}: "
+                    + ", ".join(f"{k}={v if isinstance(v, bool) else round(v, 2)}" for k, v in res[kind].items())
+                )
+            for n, figures in res["per_template_median_ms"].items():
+                print(
+                    f"{profile} {shape} per template at {n}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
+                )
     print(f"-> {path}")
 
 

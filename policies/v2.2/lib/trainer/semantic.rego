@@ -17,36 +17,73 @@ import data.lib.trainer.quantity
 # description: a and b are semantically equal.
 same(a, b) if a == b
 
-# Lists of the same length: only the entries that differ structurally are examined.
+# The values are compared top down: only the entries (by key or index) that differ structurally are
+# followed, and only the pairs where the structure itself differs (or is no longer followed) are
+# compared fact by fact. The pairs are sets of [context, x, y]: equal differences (the same quantity
+# rewritten in every override) are compared once.
 same(a, b) if {
 	a != b
-	same_length_lists(a, b)
-	every i, x in a {
-		same_entry(x, b[i])
+	d0 := {[[null, null], a, b]}
+	d1 := differing_children(d0)
+	d2 := differing_children(d1)
+	d3 := differing_children(d2)
+	d4 := differing_children(d3)
+	d5 := differing_children(d4)
+	d6 := differing_children(d5)
+	d7 := differing_children(d6)
+	d8 := differing_children(d7)
+	every pairs in [d0, d1, d2, d3, d4, d5, d6, d7] {
+		every pair in ends(pairs) {
+			same_leaf(pair)
+		}
+	}
+	every pair in d8 {
+		same_leaf(pair)
 	}
 }
 
-same(a, b) if {
-	a != b
-	not same_length_lists(a, b)
-	same_entry(a, b)
+# [context, x, y] of the entries of two objects or two lists of the same length that differ; the
+# context is the last two keys of the path (indices as null: only keys matter to quantity_path).
+differing_children(pairs) := ({[[c[1], k], v, object.get(y, [k], null)] |
+	some [c, x, y] in pairs
+	is_object(x)
+	is_object(y)
+	some k, v in x
+	v != object.get(y, [k], null)
+} | {[[c[1], k], null, w] |
+	some [c, x, y] in pairs
+	is_object(x)
+	is_object(y)
+	some k, w in object.remove(y, x)
+	w != null
+}) | {[[c[1], null], v, y[i]] |
+	some [c, x, y] in pairs
+	is_array(x)
+	is_array(y)
+	count(x) == count(y)
+	some i, v in x
+	v != y[i]
 }
 
-same_length_lists(a, b) if {
-	is_array(a)
-	is_array(b)
-	count(a) == count(b)
-}
+followed := {"object": {"object": true}, "array": {"array": true}}
 
-same_entry(x, y) if x == y
+# The pairs whose entries are not followed: not two objects, not two lists of the same length.
+ends(pairs) := {t |
+	some t in pairs
+	not object.get(followed, [type_name(t[1]), type_name(t[2])], false)
+} | {t |
+	some t in pairs
+	is_array(t[1])
+	is_array(t[2])
+	count(t[1]) != count(t[2])
+}
 
 # Facts present on one side only are compared after quantity normalization: facts common to both
 # sides are equal by construction, so the (costly) quantity parsing runs only where values differ.
-same_entry(x, y) if {
-	x != y
+same_leaf([context, x, y]) if {
 	facts_x := facts(x)
 	facts_y := facts(y)
-	normalized(facts_x - facts_y) == normalized(facts_y - facts_x)
+	normalized(context, facts_x - facts_y) == normalized(context, facts_y - facts_x)
 }
 
 # METADATA
@@ -70,7 +107,9 @@ length_facts(x) := {[path, {"length": count(value)}] |
 	count(value) > 0
 }
 
-normalized(facts) := {[path, normalized_value(path, value)] | some [path, value] in facts}
+normalized(context, facts) := {[path, normalized_value(array.concat(context, path), value)] |
+	some [path, value] in facts
+}
 
 normalized_value(path, value) := ["quantity", q] if {
 	quantity_path(path)

@@ -18,9 +18,9 @@ import data.lib.trainer.quantity
 same(a, b) if a == b
 
 # The values are compared top down: only the entries (by key or index) that differ structurally are
-# followed, and only the pairs where the structure itself differs (or is no longer followed) are
-# compared fact by fact. The pairs are sets of [context, x, y]: equal differences (the same quantity
-# rewritten in every override) are compared once.
+# followed, and only the pairs whose structure differs, or that are no longer followed, are compared
+# fact by fact. Pairs are sets of [context, x, y], so equal differences (the same quantity rewritten
+# in every override) are compared once.
 same(a, b) if {
 	a != b
 	d0 := {[[null, null], a, b]}
@@ -30,61 +30,74 @@ same(a, b) if {
 	d4 := differing_children(d3)
 	d5 := differing_children(d4)
 	d6 := differing_children(d5)
-	d7 := differing_children(d6)
-	d8 := differing_children(d7)
-	every pairs in [d0, d1, d2, d3, d4, d5, d6, d7] {
-		every pair in ends(pairs) {
-			same_leaf(pair)
-		}
-	}
-	every pair in d8 {
-		same_leaf(pair)
+	compared := ends(((((d0 | d1) | d2) | d3) | d4) | d5) | d6
+	every pair in compared {
+		same_pair(pair)
 	}
 }
 
-# [context, x, y] of the entries of two objects or two lists of the same length that differ; the
-# context is the last two keys of the path (indices as null: only keys matter to quantity_path).
-differing_children(pairs) := ({[[c[1], k], v, object.get(y, [k], null)] |
+# [context, x, y] of the entries of two objects, or of two lists of the same length, that differ
+# (absent and null alike). The context is the last two keys of the path, indices as null: only keys
+# matter to quantity_path, and equal differences in different list entries become one pair.
+differing_children(pairs) := ({[[c[1], k], v, w] |
 	some [c, x, y] in pairs
 	is_object(x)
 	is_object(y)
 	some k, v in x
-	v != object.get(y, [k], null)
+	w := object.get(y, [k], null)
+	v != w
 } | {[[c[1], k], null, w] |
 	some [c, x, y] in pairs
 	is_object(x)
 	is_object(y)
 	some k, w in object.remove(y, x)
 	w != null
-}) | {[[c[1], null], v, y[i]] |
+}) | {[[c[1], null], v, w] |
 	some [c, x, y] in pairs
 	is_array(x)
 	is_array(y)
 	count(x) == count(y)
 	some i, v in x
-	v != y[i]
+	w := y[i]
+	v != w
 }
 
 followed := {"object": {"object": true}, "array": {"array": true}}
 
 # The pairs whose entries are not followed: not two objects, not two lists of the same length.
-ends(pairs) := {t |
-	some t in pairs
-	not object.get(followed, [type_name(t[1]), type_name(t[2])], false)
-} | {t |
-	some t in pairs
-	is_array(t[1])
-	is_array(t[2])
-	count(t[1]) != count(t[2])
+ends(pairs) := {pair |
+	some pair in pairs
+	not object.get(followed, [type_name(pair[1]), type_name(pair[2])], false)
+} | {pair |
+	some pair in pairs
+	is_array(pair[1])
+	is_array(pair[2])
+	count(pair[1]) != count(pair[2])
 }
+
+# Two different scalars (neither null) are the same only as quantities of equal value; any other pair
+# compares by facts.
+same_pair([context, x, y]) := same_quantity(context, x, y) if {
+	not is_object(x)
+	not is_array(x)
+	x != null
+	not is_object(y)
+	not is_array(y)
+	y != null
+} else := same_facts(context, x, y)
+
+same_quantity(context, x, y) if {
+	quantity_path(context)
+	quantity.parse(x) == quantity.parse(y)
+} else := false
 
 # Facts present on one side only are compared after quantity normalization: facts common to both
 # sides are equal by construction, so the (costly) quantity parsing runs only where values differ.
-same_leaf([context, x, y]) if {
+same_facts(context, x, y) if {
 	facts_x := facts(x)
 	facts_y := facts(y)
 	normalized(context, facts_x - facts_y) == normalized(context, facts_y - facts_x)
-}
+} else := false
 
 # METADATA
 # title: facts

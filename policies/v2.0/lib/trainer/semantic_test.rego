@@ -74,3 +74,31 @@ test_nested_lists_same_length_empty_entries if {
 test_quantity_number_and_string if {
 	same({"limits": {"cpu": 1}}, {"limits": {"cpu": "1000m"}})
 }
+
+test_quantity_below_the_followed_levels if {
+	old := {"a": {"b": [{"c": {"d": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}}}]}}
+	new := {"a": {"b": [{"c": {"d": {"resources": {"requests": {"cpu": "1000m", "memory": "1024Mi"}}}}}]}}
+	same(old, new)
+}
+
+test_quantity_below_the_followed_levels_differs if {
+	old := {"a": {"b": [{"c": {"d": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}}}]}}
+	new := {"a": {"b": [{"c": {"d": {"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}}}]}}
+	not same(old, new)
+}
+
+test_quantities_against_null if {
+	not same({"limits": {"cpu": "1"}}, {"limits": null})
+}
+
+test_same_rewrite_in_every_entry if {
+	old := [{"name": "a", "limits": {"cpu": "1"}}, {"name": "b", "limits": {"cpu": "1"}}]
+	new := [{"name": "a", "limits": {"cpu": "1000m"}}, {"name": "b", "limits": {"cpu": "1000m"}}]
+	same(old, new)
+}
+
+test_same_rewrite_but_one_entry_differs if {
+	old := [{"name": "a", "limits": {"cpu": "1"}}, {"name": "b", "limits": {"cpu": "1"}}]
+	new := [{"name": "a", "limits": {"cpu": "1000m"}}, {"name": "c", "limits": {"cpu": "1000m"}}]
+	not same(old, new)
+}

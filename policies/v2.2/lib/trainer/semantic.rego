@@ -17,37 +17,87 @@ import data.lib.trainer.quantity
 # description: a and b are semantically equal.
 same(a, b) if a == b
 
-# Lists of the same length: only the entries that differ structurally are examined.
+# The values are compared top down: only the entries (by key or index) that differ structurally are
+# followed, and only the pairs whose structure differs, or that are no longer followed, are compared
+# fact by fact. Pairs are sets of [context, x, y], so equal differences (the same quantity rewritten
+# in every override) are compared once.
 same(a, b) if {
 	a != b
-	same_length_lists(a, b)
-	every i, x in a {
-		same_entry(x, b[i])
+	d0 := {[[null, null], a, b]}
+	d1 := differing_children(d0)
+	d2 := differing_children(d1)
+	d3 := differing_children(d2)
+	d4 := differing_children(d3)
+	d5 := differing_children(d4)
+	d6 := differing_children(d5)
+	compared := ends(((((d0 | d1) | d2) | d3) | d4) | d5) | d6
+	every pair in compared {
+		same_pair(pair)
 	}
 }
 
-same(a, b) if {
-	a != b
-	not same_length_lists(a, b)
-	same_entry(a, b)
+# [context, x, y] of the entries of two objects, or of two lists of the same length, that differ
+# (absent and null alike). The context is the last two keys of the path, indices as null: only keys
+# matter to quantity_path, and equal differences in different list entries become one pair.
+differing_children(pairs) := ({[[c[1], k], v, w] |
+	some [c, x, y] in pairs
+	is_object(x)
+	is_object(y)
+	some k, v in x
+	w := object.get(y, [k], null)
+	v != w
+} | {[[c[1], k], null, w] |
+	some [c, x, y] in pairs
+	is_object(x)
+	is_object(y)
+	some k, w in object.remove(y, x)
+	w != null
+}) | {[[c[1], null], v, w] |
+	some [c, x, y] in pairs
+	is_array(x)
+	is_array(y)
+	count(x) == count(y)
+	some i, v in x
+	w := y[i]
+	v != w
 }
 
-same_length_lists(a, b) if {
-	is_array(a)
-	is_array(b)
-	count(a) == count(b)
+followed := {"object": {"object": true}, "array": {"array": true}}
+
+# The pairs whose entries are not followed: not two objects, not two lists of the same length.
+ends(pairs) := {pair |
+	some pair in pairs
+	not object.get(followed, [type_name(pair[1]), type_name(pair[2])], false)
+} | {pair |
+	some pair in pairs
+	is_array(pair[1])
+	is_array(pair[2])
+	count(pair[1]) != count(pair[2])
 }
 
-same_entry(x, y) if x == y
+# Two different scalars (neither null) are the same only as quantities of equal value; any other pair
+# compares by facts.
+same_pair([context, x, y]) := same_quantity(context, x, y) if {
+	not is_object(x)
+	not is_array(x)
+	x != null
+	not is_object(y)
+	not is_array(y)
+	y != null
+} else := same_facts(context, x, y)
+
+same_quantity(context, x, y) if {
+	quantity_path(context)
+	quantity.parse(x) == quantity.parse(y)
+} else := false
 
 # Facts present on one side only are compared after quantity normalization: facts common to both
 # sides are equal by construction, so the (costly) quantity parsing runs only where values differ.
-same_entry(x, y) if {
-	x != y
+same_facts(context, x, y) if {
 	facts_x := facts(x)
 	facts_y := facts(y)
-	normalized(facts_x - facts_y) == normalized(facts_y - facts_x)
-}
+	normalized(context, facts_x - facts_y) == normalized(context, facts_y - facts_x)
+} else := false
 
 # METADATA
 # title: facts
@@ -70,7 +120,9 @@ length_facts(x) := {[path, {"length": count(value)}] |
 	count(value) > 0
 }
 
-normalized(facts) := {[path, normalized_value(path, value)] | some [path, value] in facts}
+normalized(context, facts) := {[path, normalized_value(array.concat(context, path), value)] |
+	some [path, value] in facts
+}
 
 normalized_value(path, value) := ["quantity", q] if {
 	quantity_path(path)

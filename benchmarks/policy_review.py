@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.common import max_rss_mib, measure, measure_interleaved, write_result
 from benchmarks.trivial_baseline import trivial_runner
-from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, runtime
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, override_entry, runtime
 from kubeflow_trainer_policy.gatekeeper.external_data import InProcessProvider
 from kubeflow_trainer_policy.gatekeeper.match import request_matches
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
@@ -40,24 +40,15 @@ PROFILES = ("v2.0", "v2.3")
 PROFILE = PROFILES[0]
 
 
-def _pod(cpu: str, memory: str, pool: str) -> dict[str, Any]:
-    return {
-        "containers": [{"name": "node", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
-        "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
-        "nodeSelector": {"pool": pool},
-    }
-
-
 def _override(profile: str, i: int, cpu: str, memory: str, pool: str) -> dict[str, Any]:
     """One override of job-<i> in the profile's shape."""
-    pod = _pod(cpu, memory, pool)
-    field = get_profile(profile).override_field
-    if field == "podSpecOverrides":
-        return {"targetJobs": [{"name": f"job-{i}"}], **pod}
-    if field == "podTemplateOverrides":
-        return {"targetJobs": [{"name": f"job-{i}"}], "spec": pod}
-    job = {"name": f"job-{i}", "template": {"spec": {"template": {"spec": pod}}}}
-    return {"manager": f"example.com/m{i}", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}}}
+    return override_entry(
+        get_profile(profile),
+        [f"job-{i}"],
+        containers=[{"name": "node", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        manager=f"example.com/m{i}",
+        pod_fields={"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "nodeSelector": {"pool": pool}},
+    )
 
 
 def _trainjob(
@@ -70,12 +61,18 @@ def _trainjob(
     last_cpu: str | None = None,
     last_pool: str | None = None,
 ) -> dict:
+    """`count` overrides of job-0.., the last one's cpu or nodeSelector pool replaced when given."""
+    last = count - 1
     overrides = [
-        _override(profile, i, last_cpu if last_cpu and i == count - 1 else cpu, memory, f"pool-{i % 4}")
+        _override(
+            profile,
+            i,
+            last_cpu if last_cpu is not None and i == last else cpu,
+            memory,
+            last_pool if last_pool is not None and i == last else f"pool-{i % 4}",
+        )
         for i in range(count)
     ]
-    if last_pool is not None:
-        overrides[-1] = _override(profile, count - 1, cpu, memory, last_pool)
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",

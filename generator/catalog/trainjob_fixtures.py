@@ -28,13 +28,16 @@ def override_entry(
     containers: list[dict[str, Any]] | None = None,
     init_containers: list[dict[str, Any]] | None = None,
     manager: str = "example.com/site",
+    pod_fields: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One entry of the profile's override list targeting `jobs`, each with the same (init)containers."""
+    """One entry of the profile's override list targeting `jobs`, each with the same (init)containers and
+    other pod spec fields (`pod_fields`, e.g. nodeSelector)."""
     pod: dict[str, Any] = {}
     if init_containers is not None:
         pod["initContainers"] = init_containers
     if containers is not None:
         pod["containers"] = containers
+    pod.update(pod_fields or {})
     if p.override_field == "podSpecOverrides":
         return {"targetJobs": [{"name": j} for j in jobs], **pod}
     if p.override_field == "podTemplateOverrides":

@@ -60,34 +60,71 @@ def run_rego_tests(root: Path, coverage: Coverage | None = None) -> list[TestOut
         except EngineError as exc:
             return [TestOutcome(str(root), False, f"does not compile: {' '.join(str(exc).split())}")]
         policy_files = {f.path for f in files if not f.is_test}
-        outcomes: list[TestOutcome] = []
-        for package in dict.fromkeys(package for package, _ in tests):
-            rules = [rule for p, rule in tests if p == package]
+        by_package: dict[str, list[str]] = {}
+        for package, rule in tests:
+            by_package.setdefault(package, []).append(rule)
+        outcomes = _run_all(engine, by_package, coverage, policy_files)
+        if outcomes is not None:
+            return outcomes
+        outcomes = []
+        for package, rules in by_package.items():
             outcomes += _run_package(engine, package, rules, coverage, policy_files)
         return outcomes
+
+
+def _package_results(package: str, rules: list[str]) -> str:
+    """A comprehension of the package's test values by name (a test that is undefined is left out)."""
+    names = ", ".join(json.dumps(rule) for rule in rules)
+    return f"{{name: value | some name in [{names}]; value := data.{package}[name]}}"
+
+
+def _run_all(
+    engine: EmbeddedOpaEngine, by_package: dict[str, list[str]], coverage: Coverage | None, policy_files: set[str]
+) -> list[TestOutcome] | None:
+    """Every test of every package in ONE query: preparing a query compiles every loaded module (about half a
+    second for a profile's tree), so one query per package made the run O(packages x policy size). None when
+    the query errors: each package is then run on its own to find the test that errs."""
+    query = "; ".join(f"r{i} := {_package_results(p, rules)}" for i, (p, rules) in enumerate(by_package.items()))
+    try:
+        result = engine.eval_query(query, coverage=coverage is not None)
+    except EngineError:
+        return None
+    if coverage is not None:
+        coverage.add(result.coverage, include=policy_files)
+    bindings = result.bindings[0] if result.bindings else {}
+    return [
+        _outcome(engine, package, rule, bindings.get(f"r{i}", {}), coverage, policy_files)
+        for i, (package, rules) in enumerate(by_package.items())
+        for rule in rules
+    ]
 
 
 def _run_package(
     engine: EmbeddedOpaEngine, package: str, rules: list[str], coverage: Coverage | None, policy_files: set[str]
 ) -> list[TestOutcome]:
-    """All tests of a package in ONE query: preparing a query compiles every loaded module (tens of ms for a
-    large test tree), so one query per test made the run O(tests x policy size). A test that is not true, or a
-    package whose batch errors, is re-run alone for its own detail."""
-    names = ", ".join(json.dumps(rule) for rule in rules)
-    query = f"results := {{name: value | some name in [{names}]; value := data.{package}[name]}}"
+    """All tests of a package in one query; a package whose batch errors runs each test alone."""
     try:
-        result = engine.eval_query(query, coverage=coverage is not None)
+        result = engine.eval_query(f"results := {_package_results(package, rules)}", coverage=coverage is not None)
     except EngineError:
         return [_run_one(engine, package, rule, coverage, policy_files) for rule in rules]
     if coverage is not None:
         coverage.add(result.coverage, include=policy_files)
     values = result.bindings[0]["results"] if result.bindings else {}
-    return [
-        TestOutcome(f"data.{package}.{rule}", True)
-        if values.get(rule) is True
-        else _run_one(engine, package, rule, coverage, policy_files)
-        for rule in rules
-    ]
+    return [_outcome(engine, package, rule, values, coverage, policy_files) for rule in rules]
+
+
+def _outcome(
+    engine: EmbeddedOpaEngine,
+    package: str,
+    rule: str,
+    values: dict[str, Any],
+    coverage: Coverage | None,
+    policy_files: set[str],
+) -> TestOutcome:
+    """Passed when the batch saw the test true; otherwise the test is re-run alone for its own detail."""
+    if values.get(rule) is True:
+        return TestOutcome(f"data.{package}.{rule}", True)
+    return _run_one(engine, package, rule, coverage, policy_files)
 
 
 def _run_one(

@@ -183,3 +183,19 @@ def test_coverage_threshold_fails_below(tmp_path):
     assert "coverage total: 50.0%" in proc.stdout
     assert "coverage 50.0% is below the threshold 95.0%" in proc.stdout
     assert proc.stdout.splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_test_command_runs_every_package_when_one_errs(tmp_path):
+    """All packages run in one query; when that query errs, each package and then each test runs alone, so the
+    error is pinned to its test and the other packages still pass."""
+    (tmp_path / "a_test.rego").write_text("package a_test\n\ntest_one if true\n\ntest_two if 1 == 1\n")
+    (tmp_path / "b_test.rego").write_text(
+        'package b_test\n\ntest_ok if true\n\ntest_errs if to_number("x") == 1\n\ntest_false if false\n'
+    )
+    proc = cli("test", str(tmp_path))
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert {"PASS data.a_test.test_one", "PASS data.a_test.test_two", "PASS data.b_test.test_ok"} <= set(lines)
+    assert any(line.startswith("FAIL data.b_test.test_errs: error:") for line in lines), lines
+    assert "FAIL data.b_test.test_false: undefined" in lines
+    assert lines[-1] == "3 passed, 2 failed"

@@ -35,6 +35,7 @@ string contents are not checked; strict mode is checked on OPA's AST in strict.p
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -56,8 +57,10 @@ class Problem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def code_of(line: str) -> str:
-    """The line with string contents blanked (quotes kept) and any comment removed."""
+    """The line with string contents blanked (quotes kept) and any comment removed. Cached: each module's
+    checks ask for a line's code several times, and generated modules repeat many lines."""
     out: list[str] = []
     quote = ""
     escaped = False

@@ -295,10 +295,14 @@ class _Connection(asyncio.Protocol):
         if self.state == HANDSHAKE and not self._handshake():
             return
         chunks = []
+        incoming, tls = self.incoming, self.tls
         try:
-            while chunk := self.tls.read(65536):
+            while chunk := tls.read(65536):
                 chunks.append(chunk)
-            self.peer_eof = True  # b"": the client sent close_notify
+                if not incoming.pending and not tls.pending():
+                    break  # all received bytes are decrypted: another read would only raise SSLWantReadError
+            else:
+                self.peer_eof = True  # b"": the client sent close_notify
         except ssl.SSLWantReadError:
             pass
         except ssl.SSLZeroReturnError:

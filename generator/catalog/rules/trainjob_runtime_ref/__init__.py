@@ -424,7 +424,7 @@ RULE = Rule(
         "Gatekeeper's sync (the bundle's SyncSet)."
     ),
     spec_section="E2-E5",
-    version="1.0.7",
+    version="1.0.8",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -75,11 +75,31 @@ unique_old_managers if count({m | some m in old_managers}) == count(old_managers
 old_patch_by_manager := {m: k | some k, m in old_managers} if unique_old_managers
 
 # METADATA
+# title: job_names
+# description: >-
+#   The name of each job of `jobs` by position; a job without a name (or not an object) is left out.
+job_names(jobs) := {x: name |
+	some x, job in jobs
+	name := review.get(job, ["name"], null)
+	name != null
+}
+
+# METADATA
+# title: job_positions
+# description: >-
+#   Positions of the jobs by name, built once per pair of patches. Names are unique (listType=map), so each
+#   name maps to its one position; jobs whose names repeat are searched instead, with the same result. Each
+#   distinct name is inserted once: OPA can lose a key (["a"]) that shares a hash with one inserted twice ("a").
+job_positions(names) := {name: [x] | some x, name in names} if {
+	count({name | some name in names}) == count(names)
+} else := {name: [x | some x, n in names; n == name] | some name in {n | some n in names}}
+
+# METADATA
 # title: patch field changed
 # description: >-
 #   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
 #   their replicated jobs by name (listType=map), as the API server correlates them for transition rules.
-#   Equal patches and jobs are passed over whole.
+#   Equal patches and jobs are passed over whole; each new job finds the old jobs of its name in an index.
 violation contains v if {
 	review.is_update
 	some i, new_patch in new_patches
@@ -88,11 +108,13 @@ violation contains v if {
 	some k in old_patch_indexes(manager)
 	old_patch := old_patches[k]
 	old_patch != new_patch
+	old_jobs := patch_jobs(old_patch)
+	old_positions := job_positions(job_names(old_jobs))
 	some j, new_job in patch_jobs(new_patch)
 	job_name := review.get(new_job, ["name"], null)
 	job_name != null
-	some old_job in patch_jobs(old_patch)
-	review.get(old_job, ["name"], null) == job_name
+	some x in old_positions[job_name]
+	old_job := old_jobs[x]
 	old_job != new_job
 	some name in patch_fields
 	changed(pod_field(old_job, name), pod_field(new_job, name))

@@ -3372,6 +3372,762 @@ test_patch_manager_repeated if {
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName: Invalid: field is immutable"}}
 }
 
+# An old patch whose jobs repeat a name (listType=map forbids it, an odd object may have it): each old job of that name is paired with the new one (an equal one is passed over), other names are not.
+test_patch_job_name_repeated if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimePatches": [
+							{
+								"manager": "example.com/site",
+								"trainingRuntimeSpec": {
+									"template": {
+										"spec": {
+											"replicatedJobs": [
+												{
+													"name": "dataset-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "z",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "node",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"name": "node",
+																		},
+																	],
+																	"serviceAccountName": "b",
+																},
+															},
+														},
+													},
+												},
+											],
+										},
+									},
+								},
+							},
+						],
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"oldObject": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimePatches": [
+							{
+								"manager": "example.com/site",
+								"trainingRuntimeSpec": {
+									"template": {
+										"spec": {
+											"replicatedJobs": [
+												{
+													"name": "node",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"name": "node",
+																		},
+																	],
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "dataset-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "z",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "node",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"name": "node",
+																		},
+																	],
+																	"serviceAccountName": "b",
+																},
+															},
+														},
+													},
+												},
+											],
+										},
+									},
+								},
+							},
+						],
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"operation": "UPDATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "UpdateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "6afaf671-716e-58c6-9af5-b6d8455d26b4",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"other": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "other",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].template.spec.template.spec.serviceAccountName", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].template.spec.template.spec.serviceAccountName: Invalid: field is immutable"}}
+}
+
+# A patch of three jobs, reordered, whose node's containers changed: jobs are paired by name, not position, and only the changed one is Invalid, at its new index.
+test_patch_one_job_of_several_changed if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimePatches": [
+							{
+								"manager": "example.com/site",
+								"trainingRuntimeSpec": {
+									"template": {
+										"spec": {
+											"replicatedJobs": [
+												{
+													"name": "dataset-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "model-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "node",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"env": [],
+																			"name": "node",
+																		},
+																	],
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+											],
+										},
+									},
+								},
+							},
+						],
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"oldObject": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimePatches": [
+							{
+								"manager": "example.com/site",
+								"trainingRuntimeSpec": {
+									"template": {
+										"spec": {
+											"replicatedJobs": [
+												{
+													"name": "node",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"name": "node",
+																		},
+																	],
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "model-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+												{
+													"name": "dataset-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"serviceAccountName": "a",
+																},
+															},
+														},
+													},
+												},
+											],
+										},
+									},
+								},
+							},
+						],
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"operation": "UPDATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "UpdateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "beacba06-c41d-588a-a9f1-ba97e1c95598",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"other": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "other",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[2].template.spec.template.spec.containers", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[2].template.spec.template.spec.containers: Invalid: field is immutable"}}
+}
+
 # A patch under a new manager is not correlated with the old one.
 test_patch_of_another_manager if {
 	result := violation

@@ -53,10 +53,14 @@ def _immutable(p: Profile, field: str) -> tuple[Expected, ...]:
 
 
 def _patch(p: Profile, manager: str, job: str, **pod: Any) -> dict[str, Any]:
-    entry = override_entry(p, [job], manager=manager)
-    entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"] = {
-        "spec": {"template": {"spec": pod}}
-    }
+    return _jobs_patch(p, manager, (job, pod))
+
+
+def _jobs_patch(p: Profile, manager: str, *jobs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """One patch of `manager` whose replicated jobs are the (name, pod spec) pairs, in that order."""
+    entry = override_entry(p, [name for name, _ in jobs], manager=manager)
+    for patched, (_, pod) in zip(entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"], jobs, strict=True):
+        patched["template"] = {"spec": {"template": {"spec": pod}}}
     return entry
 
 
@@ -118,6 +122,59 @@ def _patch_cases(p: Profile) -> list[Case]:
                     "spec.runtimePatches[0]." + POD.format(j=0, f="serviceAccountName"), "Invalid", "field is immutable"
                 ),
             ),
+        ),
+        _update(
+            p,
+            "patch_job_name_repeated",
+            "An old patch whose jobs repeat a name (listType=map forbids it, an odd object may have it): each old "
+            "job of that name is paired with the new one (an equal one is passed over), other names are not.",
+            tj(
+                _jobs_patch(
+                    p,
+                    "example.com/site",
+                    ("node", {"serviceAccountName": "a", "containers": [container("node")]}),
+                    ("dataset-initializer", {"serviceAccountName": "z"}),
+                    ("node", {"serviceAccountName": "b", "containers": [container("node")]}),
+                )
+            ),
+            tj(
+                _jobs_patch(
+                    p,
+                    "example.com/site",
+                    ("dataset-initializer", {"serviceAccountName": "z"}),
+                    ("node", {"serviceAccountName": "b", "containers": [container("node")]}),
+                )
+            ),
+            (
+                Expected(
+                    "spec.runtimePatches[0]." + POD.format(j=1, f="serviceAccountName"), "Invalid", "field is immutable"
+                ),
+            ),
+        ),
+        _update(
+            p,
+            "patch_one_job_of_several_changed",
+            "A patch of three jobs, reordered, whose node's containers changed: jobs are paired by name, not "
+            "position, and only the changed one is Invalid, at its new index.",
+            tj(
+                _jobs_patch(
+                    p,
+                    "example.com/site",
+                    ("node", {"serviceAccountName": "a", "containers": [container("node")]}),
+                    ("model-initializer", {"serviceAccountName": "a"}),
+                    ("dataset-initializer", {"serviceAccountName": "a"}),
+                )
+            ),
+            tj(
+                _jobs_patch(
+                    p,
+                    "example.com/site",
+                    ("dataset-initializer", {"serviceAccountName": "a"}),
+                    ("model-initializer", {"serviceAccountName": "a"}),
+                    ("node", {"serviceAccountName": "a", "containers": [container("node", [])]}),
+                )
+            ),
+            (Expected("spec.runtimePatches[0]." + POD.format(j=2, f="containers"), "Invalid", "field is immutable"),),
         ),
         _update(
             p,
@@ -207,7 +264,7 @@ RULE = Rule(
         "running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI."
     ),
     spec_section="E8",
-    version="1.0.1",
+    version="1.0.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("UPDATE",),
     parameters=(),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +14,7 @@ from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR
 
 if TYPE_CHECKING:
-    from kubeflow_trainer_policy.testing.outcome import Coverage
+    from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
-    from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
-    from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
+    from kubeflow_trainer_policy.testing.outcome import Coverage
 
     paths = [Path(p) for p in args.paths] or _default_paths()
     for path in paths:
@@ -54,9 +55,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--threshold", f"must be a percentage from 0 to 100, got {args.threshold}")
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
-    for path in paths:
-        folder_coverage = Coverage() if coverage is not None else None
-        outcomes += run_rego_tests(path, folder_coverage)
+    for path, result in zip(paths, _run_folders(paths, coverage is not None), strict=True):
+        folder_outcomes, folder_coverage, error = result
+        if error is not None:
+            raise InputError(*error)
+        outcomes += folder_outcomes
         if coverage is not None and folder_coverage is not None:
             # Every profile has the same file names: the default run names them by their profile folder.
             prefix = "" if args.paths else f"{path.relative_to(POLICIES_DIR.parent).as_posix()}/"
@@ -69,8 +72,6 @@ def run(args: argparse.Namespace) -> int:
                     for name in folder_coverage.files()
                 }
             )
-        for suite in find_suites(path):
-            outcomes += run_suite(suite)
     if not outcomes:
         where = ", ".join(map(str, paths)) or "policies/, bundles/"
         raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
@@ -87,6 +88,36 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print(f"trainer-policy test: {failed} of {len(outcomes)} tests failed", file=sys.stderr)
     return status
+
+
+FolderResult = tuple[list["TestOutcome"], "Coverage | None", tuple[str, str, str | None] | None]
+"""A folder's outcomes and coverage, or the (source, message, field) of the InputError that stopped it."""
+
+
+def _run_folders(paths: list[Path], coverage: bool) -> list[FolderResult]:
+    """Each folder loads into an engine of its own, so folders run in worker processes, one per core (spawned:
+    a fork of a process running Go's runtime is unsafe); a single folder runs here."""
+    if len(paths) < 2 or (os.cpu_count() or 1) < 2:
+        return [run_folder(path, coverage) for path in paths]
+    workers = min(len(paths), os.cpu_count() or 1)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(run_folder, paths, [coverage] * len(paths)))
+
+
+def run_folder(path: Path, coverage: bool) -> FolderResult:
+    """`opa test path` (with coverage when asked) and every gator Suite under path."""
+    from kubeflow_trainer_policy.testing.outcome import Coverage
+    from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
+    from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
+
+    folder_coverage = Coverage() if coverage else None
+    try:
+        outcomes = run_rego_tests(path, folder_coverage)
+        for suite in find_suites(path):
+            outcomes += run_suite(suite)
+    except InputError as exc:  # InputError does not survive pickling: it crosses back as data
+        return [], None, (exc.source, exc.message, exc.field)
+    return outcomes, folder_coverage, None
 
 
 def _default_paths() -> list[Path]:

@@ -199,3 +199,15 @@ def test_test_command_runs_every_package_when_one_errs(tmp_path):
     assert any(line.startswith("FAIL data.b_test.test_errs: error:") for line in lines), lines
     assert "FAIL data.b_test.test_false: undefined" in lines
     assert lines[-1] == "3 passed, 2 failed"
+
+
+def test_test_command_names_the_bad_file_when_folders_run_in_workers(tmp_path):
+    """Folders run in worker processes; a bad suite in one still ends the run with its one-line error."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "a_test.rego").write_text("package a_test\n\ntest_x if true\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "s.yaml").write_text("kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests: 5\n")
+    proc = cli("test", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"trainer-policy test: {tmp_path / 'b' / 's.yaml'}: tests: must be a list"
+    assert proc.stdout == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from kubeflow_trainer_policy.errors import InputError, TemplateError
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
@@ -184,3 +185,46 @@ def test_templates_that_cannot_share_an_engine_are_evaluated_apart(tmp_path):
         ("a", "owner changed from y to x"),
         ("b", "owner changed from y to x"),
     ]
+
+
+def _template_with_lib(name: str, lib: str) -> str:
+    """A template whose violation reads data.lib.shared.flag from its one lib."""
+    rego = f'package {name}\n\nimport data.lib.shared\n\nviolation contains {{"msg": "{name}"}} if shared.flag\n'
+    return yaml.safe_dump(
+        {
+            "apiVersion": "templates.gatekeeper.sh/v1",
+            "kind": "ConstraintTemplate",
+            "metadata": {"name": name},
+            "spec": {
+                "crd": {"spec": {"names": {"kind": name.capitalize()}}},
+                "targets": [
+                    {
+                        "target": "admission.k8s.gatekeeper.sh",
+                        "code": [{"engine": "Rego", "source": {"version": "v1", "rego": rego, "libs": [lib]}}],
+                    }
+                ],
+            },
+        }
+    )
+
+
+def test_templates_whose_libs_do_not_compile_together_are_evaluated_apart(tmp_path):
+    """Each template compiles alone; together their libs declare `flag` as a value and as a set, which OPA
+    refuses. The first review finds that out, is evaluated template by template, and later reviews no longer
+    try the shared engine."""
+    one = _template_with_lib("k8sone", "package lib.shared\n\nflag := true\n")
+    two = _template_with_lib("k8stwo", "package lib.shared\n\nflag contains 1\n")
+    (tmp_path / "t.yaml").write_text(one + "---\n" + two)
+    policy_set = load_policy_set([tmp_path / "t.yaml"])
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sone", "a", {}, {}, "deny", "test"))
+    add_constraint(policy_set, Constraint("K8stwo", "b", {}, {}, "deny", "test"))
+    with GatekeeperRunner(policy_set) as runner:
+        assert runner.combined is not None  # nothing is compiled up front
+        for _ in range(2):
+            result = runner.review(request("CREATE", trainjob()))
+            assert result.errors == []
+            assert sorted((v.constraint, v.msg) for v in result.violations) == [("a", "k8sone"), ("b", "k8stwo")]
+            assert runner.combined is None

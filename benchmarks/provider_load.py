@@ -5,7 +5,8 @@ Servers (each its own process, pinned to CPU 0 with taskset; all TLS 1.3 with mT
 - `python-watch-cache`: the provider over its watch-cache source (KubeJobSetSource), the cache filled
   directly from the same data with `install_list` (what a completed list does; no kube-apiserver, so
   100k JobSets fit in a run);
-- `python-threaded-<ref>`: the previous server (http.server threads) from git `--compare-ref`, 10k only;
+- `python-at-<ref>`: the provider as of git `--compare-ref` (default main: a regression check of the working
+  tree against it; the ref of the old http.server threads stack shows that comparison), 10k only;
 - `go-provider`: benchmarks/go/provider, a stdlib Go provider with the same request/response/value;
 - `go-echo`: benchmarks/go/echo, a stdlib Go TLS 1.3 HTTP echo: the physical limit;
 - candidates (`--candidates`, headline only): `granian-wsgi` and `granian-rsgi`, the provider's handler
@@ -292,7 +293,7 @@ def start_servers(
             command = python_command(data, port, pki)
         elif name == "python-watch-cache":
             command = [sys.executable, "-m", "benchmarks.watch_cache_server", str(data), *serve_args(port, pki)[2:]]
-        elif name.startswith("python-threaded"):
+        elif name.startswith("python-at-"):
             old = old_tree(work, compare_ref or "main")
             command = [
                 sys.executable,
@@ -439,7 +440,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         bodies = write_bodies(work, keys, 10, "10000")
         names = ["python", "python-watch-cache", "go-provider", "go-echo"]
         if args.compare_ref:
-            names.insert(2, f"python-threaded-{args.compare_ref}")
+            names.insert(2, f"python-at-{args.compare_ref}")
         names[2:2] = [f"granian-{interface}" for interface in args.candidates]
         servers = start_servers(names, data, pki, bins, work, args.compare_ref)
         try:

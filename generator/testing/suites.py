@@ -24,7 +24,7 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, add_constra
 from kubeflow_trainer_policy.gatekeeper.review import gator_request
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.testing.outcome import TestOutcome
-from kubeflow_trainer_policy_provider.documents import read_documents, read_single
+from kubeflow_trainer_policy_provider.documents import parse_documents, read_documents, read_single
 
 SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
@@ -35,9 +35,10 @@ def find_suites(root: Path) -> list[Path]:
     suites = []
     for path in sorted(root.rglob("*.yaml")):
         try:
-            if "Suite" not in path.read_text(encoding="utf-8"):  # most files are not suites: skip parsing them
+            text = path.read_text(encoding="utf-8")
+            if "Suite" not in text:  # most files are not suites: skip parsing them
                 continue
-            docs = read_documents(path)
+            docs = parse_documents(text, str(path))
         except (InputError, OSError, UnicodeDecodeError):
             continue
         if any(d.body.get("kind") == "Suite" and d.body.get("apiVersion") in SUITE_API_VERSIONS for d in docs):

@@ -56,20 +56,32 @@ def run_rego_tests(root: Path, coverage: Coverage | None = None) -> list[TestOut
         try:
             for file in files:
                 engine.add_module(file.path, file.source)
-            engine.eval_query("x := 1")
         except EngineError as exc:
-            return [TestOutcome(str(root), False, f"does not compile: {' '.join(str(exc).split())}")]
+            return [_does_not_compile(root, exc)]
         policy_files = {f.path for f in files if not f.is_test}
         by_package: dict[str, list[str]] = {}
         for package, rule in tests:
             by_package.setdefault(package, []).append(rule)
-        outcomes = _run_all(engine, by_package, coverage, policy_files)
+        # No warm-up query: the batch's own preparation compiles the modules (each preparation compiles all).
+        outcomes = _run_batch(engine, by_package, coverage, policy_files) if by_package else None
         if outcomes is not None:
             return outcomes
+        try:
+            engine.eval_query("x := 1")
+        except EngineError as exc:
+            return [_does_not_compile(root, exc)]
+        # The batch erred: each package in a batch of its own, each test of a package that errs alone.
         outcomes = []
         for package, rules in by_package.items():
-            outcomes += _run_package(engine, package, rules, coverage, policy_files)
+            found = _run_batch(engine, {package: rules}, coverage, policy_files)
+            outcomes += (
+                found if found is not None else [_run_one(engine, package, r, coverage, policy_files) for r in rules]
+            )
         return outcomes
+
+
+def _does_not_compile(root: Path, exc: EngineError) -> TestOutcome:
+    return TestOutcome(str(root), False, f"does not compile: {' '.join(str(exc).split())}")
 
 
 def _package_results(package: str, rules: list[str]) -> str:
@@ -78,12 +90,12 @@ def _package_results(package: str, rules: list[str]) -> str:
     return f"{{name: value | some name in [{names}]; value := data.{package}[name]}}"
 
 
-def _run_all(
+def _run_batch(
     engine: EmbeddedOpaEngine, by_package: dict[str, list[str]], coverage: Coverage | None, policy_files: set[str]
 ) -> list[TestOutcome] | None:
-    """Every test of every package in ONE query: preparing a query compiles every loaded module (about half a
+    """The tests of these packages in ONE query: preparing a query compiles every loaded module (about half a
     second for a profile's tree), so one query per package made the run O(packages x policy size). None when
-    the query errors: each package is then run on its own to find the test that errs."""
+    the query errors."""
     query = "; ".join(f"r{i} := {_package_results(p, rules)}" for i, (p, rules) in enumerate(by_package.items()))
     try:
         result = engine.eval_query(query, coverage=coverage is not None)
@@ -97,20 +109,6 @@ def _run_all(
         for i, (package, rules) in enumerate(by_package.items())
         for rule in rules
     ]
-
-
-def _run_package(
-    engine: EmbeddedOpaEngine, package: str, rules: list[str], coverage: Coverage | None, policy_files: set[str]
-) -> list[TestOutcome]:
-    """All tests of a package in one query; a package whose batch errors runs each test alone."""
-    try:
-        result = engine.eval_query(f"results := {_package_results(package, rules)}", coverage=coverage is not None)
-    except EngineError:
-        return [_run_one(engine, package, rule, coverage, policy_files) for rule in rules]
-    if coverage is not None:
-        coverage.add(result.coverage, include=policy_files)
-    values = result.bindings[0]["results"] if result.bindings else {}
-    return [_outcome(engine, package, rule, values, coverage, policy_files) for rule in rules]
 
 
 def _outcome(

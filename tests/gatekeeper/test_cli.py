@@ -211,3 +211,16 @@ def test_test_command_names_the_bad_file_when_folders_run_in_workers(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"trainer-policy test: {tmp_path / 'b' / 's.yaml'}: tests: must be a list"
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("with_test", [True, False])
+def test_test_command_reports_a_folder_that_does_not_compile(tmp_path, with_test):
+    """Modules that do not compile fail the folder as one outcome, whether or not it holds tests."""
+    (tmp_path / "p.rego").write_text("package p\n\nx := no_such_function(1)\n")
+    if with_test:
+        (tmp_path / "p_test.rego").write_text("package p_test\n\ntest_x if true\n")
+    proc = cli("test", str(tmp_path))
+    assert proc.returncode == 1
+    assert f"FAIL {tmp_path}: does not compile:" in proc.stdout
+    assert "undefined function no_such_function" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed"

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,12 +92,13 @@ FolderResult = tuple[list["TestOutcome"], "Coverage | None", tuple[str, str, str
 
 
 def _run_folders(paths: list[Path], coverage: bool) -> list[FolderResult]:
-    """Each folder loads into an engine of its own, so folders run in worker processes, one per core (spawned:
-    a fork of a process running Go's runtime is unsafe); a single folder runs here."""
-    if len(paths) < 2 or (os.cpu_count() or 1) < 2:
+    """Each folder loads into an engine of its own, so folders run in worker processes, one per core; a single
+    folder (or a single core) runs here."""
+    from kubeflow_trainer_policy.engine.workers import engine_workers, worker_count
+
+    if worker_count(len(paths)) < 2:
         return [run_folder(path, coverage) for path in paths]
-    workers = min(len(paths), os.cpu_count() or 1)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with engine_workers(len(paths)) as pool:
         return list(pool.map(run_folder, paths, [coverage] * len(paths)))
 
 

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+from kubeflow_trainer_policy.engine.workers import engine_workers
 from kubeflow_trainer_policy.lint.modules import (
     LoadGroup,
     Module,
@@ -35,13 +33,6 @@ def _strict(module: Module) -> list[str]:
     return [f"{module.path}: {p}" for p in strict_problems(_PARSER.parse_raw(module.path, module.text))]
 
 
-def _pool() -> Executor:
-    """Worker processes (each with its own OPA engine): parsing with OPA and the layout checks are CPU-bound
-    and independent per module text. Spawned, not forked: a fork of a process running Go's runtime is unsafe."""
-    workers = max(1, min(4, os.cpu_count() or 1))
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-
-
 def lint(root: Path) -> tuple[int, list[str]]:
     """(modules checked, problems), in the order: per load group, each module's layout and strict-mode
     problems, then the group's data references and METADATA; then each OPA bundle's entry module."""
@@ -54,7 +45,8 @@ def lint(root: Path) -> tuple[int, list[str]]:
         styled_keys.setdefault((module.text, module.entry, module.test), module)
         strict_first.setdefault(module.text, module)
     entry_groups = [LoadGroup(module.path, (module,)) for module in entries]
-    with _pool() as pool:
+    # Parsing with OPA and the layout checks are CPU-bound and independent per module text.
+    with engine_workers(len(strict_first)) as pool:
         styled_results = pool.map(_style, styled_keys.values(), chunksize=4)
         strict_results = pool.map(_strict, strict_first.values(), chunksize=4)
         annotation_results = pool.map(annotation_errors, groups + entry_groups)

@@ -62,17 +62,17 @@ old_patches := patches(review.old_object)
 old_managers := [object.get({"patch": patch}, ["patch", "manager"], null) | some patch in old_patches]
 
 # METADATA
-# title: old_patch_indexes
+# title: positions
 # description: >-
-#   Indexes of the old patches with manager `m`. Managers are unique (listType=map), so an object built once
-#   answers each new patch; an object whose managers repeat is searched instead, with the same result.
-old_patch_indexes(m) := [old_patch_by_manager[m]] if {
-	unique_old_managers
-} else := [k | some k, x in old_managers; x == m]
+#   Positions of `keys` (an array, or an object of position to key) by key, built once. Managers and job names
+#   are unique (listType=map), so each key maps to its one position; keys that repeat are searched instead,
+#   with the same result. Each distinct key is inserted once: OPA can lose a key (["a"]) that shares a hash
+#   with one inserted twice ("a").
+positions(keys) := {key: [x] | some x, key in keys} if {
+	count({key | some key in keys}) == count(keys)
+} else := {key: [x | some x, k in keys; k == key] | some key in {k | some k in keys}}
 
-unique_old_managers if count({m | some m in old_managers}) == count(old_managers)
-
-old_patch_by_manager := {m: k | some k, m in old_managers} if unique_old_managers
+old_patch_positions := positions(old_managers)
 
 # METADATA
 # title: job_names
@@ -85,16 +85,6 @@ job_names(jobs) := {x: name |
 }
 
 # METADATA
-# title: job_positions
-# description: >-
-#   Positions of the jobs by name, built once per pair of patches. Names are unique (listType=map), so each
-#   name maps to its one position; jobs whose names repeat are searched instead, with the same result. Each
-#   distinct name is inserted once: OPA can lose a key (["a"]) that shares a hash with one inserted twice ("a").
-job_positions(names) := {name: [x] | some x, name in names} if {
-	count({name | some name in names}) == count(names)
-} else := {name: [x | some x, n in names; n == name] | some name in {n | some n in names}}
-
-# METADATA
 # title: patch field changed
 # description: >-
 #   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
@@ -105,11 +95,11 @@ violation contains v if {
 	some i, new_patch in new_patches
 	manager := object.get({"patch": new_patch}, ["patch", "manager"], null)
 	manager != null
-	some k in old_patch_indexes(manager)
+	some k in old_patch_positions[manager]
 	old_patch := old_patches[k]
 	old_patch != new_patch
 	old_jobs := patch_jobs(old_patch)
-	old_positions := job_positions(job_names(old_jobs))
+	old_positions := positions(job_names(old_jobs))
 	some j, new_job in patch_jobs(new_patch)
 	job_name := review.get(new_job, ["name"], null)
 	job_name != null

@@ -3,6 +3,7 @@ each), all of them evaluated together in one engine."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,12 +137,21 @@ class CombinedTemplates:
     that do not compile together (conflicting libs) surface at the first review, which the runner then
     evaluates template by template (see `compiles`). Nothing is compiled up front: preparing a query compiles
     every module, so a warm-up query doubled the compile work of a one-review process (80 of its 300 ms).
+
+    data.inventory lives in the engine's store, as Gatekeeper's sync keeps it in OPA's store: a review then
+    converts into OPA values only the inventory objects its rules read, not the whole inventory (with 1,000
+    runtimes, 2.5 ms per review instead of 147 ms). The store can only be merged into (the engine has no delete),
+    so only the first inventory is stored; a different one, later, comes with each review and hides the stored
+    one (`with data.inventory as input.inventory`).
     """
 
     def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData | None):
         self.engine = EmbeddedOpaEngine()
-        self._queries: dict[tuple[str, ...], str] = {}
+        self._queries: dict[tuple[tuple[str, ...], bool], str] = {}
         self._paths: dict[str, str] = {}
+        self._stored_inventory: str | None = None
+        self._inventory: dict[str, Any] = {}
+        self._inventory_in_store = False
         try:
             if external_data is not None:
                 self.engine.register_builtin("external_data", external_data, arity=1)
@@ -168,22 +178,35 @@ class CombinedTemplates:
             return False
         return True
 
+    def use_inventory(self, inventory: dict[str, Any]) -> None:
+        """data.inventory for the reviews that follow (see the class docs: the first one is stored)."""
+        # As JSON, because Python's == says True == 1 == 1.0, which OPA does not.
+        text = json.dumps(inventory, sort_keys=True)
+        if self._stored_inventory is None:
+            self.engine.add_data(inventory, "inventory")
+            self._stored_inventory = text
+        self._inventory = inventory
+        self._inventory_in_store = text == self._stored_inventory
+
     def _query(self, kinds: tuple[str, ...]) -> str:
-        query = self._queries.get(kinds)
+        key = (kinds, self._inventory_in_store)
+        query = self._queries.get(key)
         if query is None:
+            inventory = "" if self._inventory_in_store else " with data.inventory as input.inventory"
             query = "; ".join(
                 f"v{i} := data.{self._paths[kind]} with input as "
-                f'{{"review": input.review, "parameters": input.parameters[{i}]}} '
-                "with data.inventory as input.inventory"
+                f'{{"review": input.review, "parameters": input.parameters[{i}]}}{inventory}'
                 for i, kind in enumerate(kinds)
             )
-            self._queries[kinds] = query
+            self._queries[key] = query
         return query
 
     def violations(
-        self, review: dict[str, Any], batch: list[Constraint], inventory: dict[str, Any]
+        self, review: dict[str, Any], batch: list[Constraint]
     ) -> tuple[list[list[dict[str, Any]]], list[PrintLine]]:
-        payload = {"review": review, "parameters": [c.parameters for c in batch], "inventory": inventory}
+        payload: dict[str, Any] = {"review": review, "parameters": [c.parameters for c in batch]}
+        if not self._inventory_in_store:
+            payload["inventory"] = self._inventory
         result = self.engine.eval_query(self._query(tuple(c.kind for c in batch)), payload)
         bindings = result.bindings[0] if result.bindings else {}
         return [bindings.get(f"v{i}", []) for i in range(len(batch))], result.prints
@@ -234,6 +257,8 @@ class GatekeeperRunner:
         """The cluster as Gatekeeper's sync sees it: inventory and Namespace objects."""
         self.objects = list(objects)
         self.inventory = inventory_document(self.objects)
+        if self.combined is not None:
+            self.combined.use_inventory(self.inventory)
 
     def review(self, request: AdmissionRequest) -> ReviewResult:
         result = ReviewResult()
@@ -259,7 +284,7 @@ class GatekeeperRunner:
         if self.combined is None:
             return False
         try:
-            found, prints = self.combined.violations(review, matched, self.inventory)
+            found, prints = self.combined.violations(review, matched)
         except EngineError:
             if not self.combined.compiles():  # never will: stop trying the shared engine
                 self.combined.close()

@@ -91,6 +91,67 @@ def test_inventory_lookups_namespaced_and_cluster():
         assert [v.msg for v in runner.review(request("CREATE", job)).violations] == ["configmap team-a/cfg not found"]
 
 
+def test_inventory_given_up_front_is_replaced_by_later_objects():
+    """The first inventory goes into the engine's store, which can only be merged into: later objects must
+    still replace it whole (here a ConfigMap disappears), and the stored one serves again when it comes back."""
+    policy_set = load_policy_set([FIXTURES / "templates.yaml"])
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sInventoryRef", "refs", {}, {}, "deny", "test"))
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
+    cls = {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}}
+    job = trainjob(configRef="cfg", className="gold")
+    with GatekeeperRunner(policy_set, objects=[configmap, cls]) as runner:
+        assert runner.review(request("CREATE", job)).violations == []
+        runner.set_objects([cls])
+        assert [v.msg for v in runner.review(request("CREATE", job)).violations] == ["configmap team-a/cfg not found"]
+        runner.set_objects([])
+        assert len(runner.review(request("CREATE", job)).violations) == 2
+        runner.set_objects([cls, configmap])
+        assert runner.review(request("CREATE", job)).violations == []
+
+
+def test_inventory_values_that_python_calls_equal_are_not_confused(tmp_path):
+    """Python's == says True == 1; OPA does not. An inventory that differs from the stored one only so must not
+    be answered from the store."""
+    rego = (
+        "package k8sflag\n\n"
+        'violation contains {"msg": "flag is true"} if data.inventory.cluster["example.com/v1"].Class.gold.spec.flag '
+        "== true\n"
+    )
+    template = {
+        "apiVersion": "templates.gatekeeper.sh/v1",
+        "kind": "ConstraintTemplate",
+        "metadata": {"name": "k8sflag"},
+        "spec": {
+            "crd": {"spec": {"names": {"kind": "K8sFlag"}}},
+            "targets": [
+                {
+                    "target": "admission.k8s.gatekeeper.sh",
+                    "code": [{"engine": "Rego", "source": {"version": "v1", "rego": rego}}],
+                }
+            ],
+        },
+    }
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(template))
+    policy_set = load_policy_set([tmp_path / "t.yaml"])
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
+
+    add_constraint(policy_set, Constraint("K8sFlag", "flag", {}, {}, "deny", "test"))
+
+    def gold(flag: object) -> dict:
+        return {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}, "spec": {"flag": flag}}
+
+    with GatekeeperRunner(policy_set, objects=[gold(1)]) as runner:
+        assert runner.review(request("CREATE", trainjob())).violations == []
+        runner.set_objects([gold(True)])
+        assert [v.msg for v in runner.review(request("CREATE", trainjob())).violations] == ["flag is true"]
+        runner.set_objects([gold(1)])
+        assert runner.review(request("CREATE", trainjob())).violations == []
+
+
 def test_parameters_file_overrides_and_is_validated():
     policy_set = load_policy_set([FIXTURES / "templates.yaml", FIXTURES / "constraints.yaml"])
     updated = with_parameters(policy_set, {"team-label": {"label": "squad"}}, "params.yaml")

@@ -85,14 +85,14 @@ def create_request() -> AdmissionRequest:
     return request_from_document(Document("benchmark", review))
 
 
-def budget_runner() -> GatekeeperRunner:
-    """The bundle's budget template alone, its Constraint with limits set."""
+def budget_runner(objects: list[dict[str, Any]]) -> GatekeeperRunner:
+    """The bundle's budget template alone, its Constraint with limits set, and the cluster `objects`."""
     bundle = load_policy_set([gatekeeper_bundle_dir(PROFILE)])
     constraint = next(c for c in bundle.constraints if c.kind == KIND)
     limited = Constraint(
         constraint.kind, constraint.name, constraint.match, LIMITS, constraint.enforcement_action, constraint.source
     )
-    return GatekeeperRunner(PolicySet({KIND: bundle.templates[KIND]}, [limited], {}))
+    return GatekeeperRunner(PolicySet({KIND: bundle.templates[KIND]}, [limited], {}), objects=objects)
 
 
 def _iterations(jobs: int) -> int:
@@ -105,11 +105,9 @@ def run() -> dict[str, Any]:
         baseline = measure(lambda: baseline_runner.review(baseline_request), iterations=3000)
     request = create_request()
     results: dict[str, Any] = {}
-    with budget_runner() as runner, trivial_runner()[0] as trivial:
-        for jobs in JOB_COUNTS:
-            objects = [runtime(jobs)]
-            runner.set_objects(objects)
-            trivial.set_objects(objects)
+    for jobs in JOB_COUNTS:
+        objects = [runtime(jobs)]
+        with budget_runner(objects) as runner, trivial_runner(objects)[0] as trivial:
             result = runner.review(request)
             assert not result.errors and result.allowed and not result.violations, (jobs, result.as_json())
             pair = measure_interleaved(

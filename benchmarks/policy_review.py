@@ -169,12 +169,12 @@ def run() -> dict[str, Any]:
 
 def run_profile(profile: str, baseline: dict[str, float]) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with policy_runner(profile=profile) as runner, trivial_runner()[0] as trivial:
-        constraints = sorted(c.name for c in runner.policy_set.constraints)
-        for count in OVERRIDE_COUNTS:
-            # The same cluster on both sides: the runner hands data.inventory to the engine with each review.
-            runner.set_objects(cluster(count))
-            trivial.set_objects(cluster(count))
+    constraints: list[str] = []
+    for count in OVERRIDE_COUNTS:
+        # The same cluster on both sides, given when each runner is built (it is then in the engine's store, as
+        # for `trainer-policy review --objects`).
+        with policy_runner(count, profile) as runner, trivial_runner(cluster(count))[0] as trivial:
+            constraints = sorted(c.name for c in runner.policy_set.constraints)
             for name, request in scenarios(count, profile).items():
                 result = runner.review(request)
                 assert not result.errors and result.allowed, (profile, count, name, result.as_json())

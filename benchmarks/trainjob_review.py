@@ -6,13 +6,12 @@ and a fixed runtime of 67 jobs whatever the overrides (the worst case for few ov
 reads the runtime's jobs converts all 67 into OPA values).
 
 Reported as a ratio to the trivial one-rule template measured in the same run on the same request and the
-same inventory (the runner hands data.inventory to the engine with each review, whatever the template, so
-that cost is the runner's and shows in both). Target: <= 3x, and growth at most linear in the overrides.
+same inventory, stored in the engine once as Gatekeeper's sync stores it. Target: <= 3x, and growth at most
+linear in the overrides.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
@@ -33,7 +32,6 @@ PROFILES = ("v2.0", "v2.3")
 OVERRIDE_COUNTS = (1, 4, 16, 64)
 RUNTIMES = 1000
 TARGET_RATIO = 3.0
-PACKAGE = re.compile(r"^package (\S+)", re.MULTILINE)
 
 
 def inventory_objects(workers: int = max(OVERRIDE_COUNTS)) -> list[dict[str, Any]]:
@@ -135,47 +133,6 @@ class StoredInventoryReview:
             engine.close()
 
 
-class OneCallReview:
-    """Every matched template in ONE engine with data.inventory stored once, evaluated by one query (one input
-    conversion for the whole request), each template's violations bound with `with input as ...` as Gatekeeper's
-    hook module does per constraint. Libs shipped identically by several templates are loaded once; a lib package
-    shipped with different sources refuses to share the engine."""
-
-    def __init__(self, policy_set: PolicySet, objects: list[dict[str, Any]], sample: AdmissionRequest):
-        review = sample.as_input()
-        self.engine = EmbeddedOpaEngine()
-        self.parameters: list[dict[str, Any]] = []
-        parts: list[str] = []
-        loaded: dict[str, str] = {}
-        for constraint in policy_set.constraints:
-            if not request_matches(constraint.match, review, None):
-                continue
-            template = next(t for t in policy_set.templates.values() if t.kind == constraint.kind)
-            for module in template.modules:
-                package = PACKAGE.search(module.source)
-                assert package, module.path
-                if loaded.get(package[1]) == module.source:
-                    continue
-                if package[1] in loaded:
-                    raise ValueError(f"package {package[1]} differs between templates: they cannot share an engine")
-                loaded[package[1]] = module.source
-                self.engine.add_module(module.path, module.source)
-            parts.append(
-                f"v{len(parts)} := data.{template.violation_path} with input as "
-                f'{{"review": input.review, "parameters": input.parameters[{len(parts)}]}}'
-            )
-            self.parameters.append(constraint.parameters)
-        self.engine.add_data(inventory_document(objects), "inventory")
-        self.query = "; ".join(parts)
-
-    def review(self, request: AdmissionRequest) -> list[Any]:
-        result = self.engine.eval_query(self.query, {"review": request.as_input(), "parameters": self.parameters})
-        return [item for found in result.bindings[0].values() for item in found] if result.bindings else []
-
-    def close(self) -> None:
-        self.engine.close()
-
-
 def _pair(policies: Any, trivial: Any, req: AdmissionRequest, iterations: int) -> dict[str, Any]:
     pair = measure_interleaved(
         {"policies": lambda: policies.review(req), "trivial": lambda: trivial.review(req)},
@@ -225,54 +182,47 @@ def run_shape(profile: str, workers: Any) -> dict[str, Any]:
     policy_set = load_policy_set([gatekeeper_bundle_dir(profile)])
     trivial_set = load_policy_set([FIXTURE])
     gatekeeper_like: dict[str, Any] = {}
-    one_call_figures: dict[str, Any] = {}
-    per_template: dict[str, Any] = {}
     runner_figures: dict[str, Any] = {}
+    per_template: dict[str, Any] = {}
     matched = 0
     for count in OVERRIDE_COUNTS:
         objects = inventory_objects(workers(count))
         req = request(profile, count)
         stored = StoredInventoryReview(policy_set, objects, req)
         trivial_stored = StoredInventoryReview(trivial_set, objects, req)
-        one_call = OneCallReview(policy_set, objects, req)
-        trivial_one_call = OneCallReview(trivial_set, objects, req)
         runner = GatekeeperRunner(policy_set, objects=objects)
         trivial_runner = GatekeeperRunner(trivial_set, objects=objects)
         with runner, trivial_runner:
             result = runner.review(req)
             assert not result.errors and result.allowed and not result.violations, result.as_json()
-            assert stored.review(req) == [] and one_call.review(req) == [], profile
+            assert stored.review(req) == [], profile
             matched = len(stored.evaluations)
             gatekeeper_like[str(count)] = _pair(stored, trivial_stored, req, _iterations(count))
-            one_call_figures[str(count)] = _pair(one_call, trivial_one_call, req, _iterations(count))
+            runner_figures[str(count)] = _pair(runner, trivial_runner, req, _iterations(count))
             per_template[str(count)] = {
                 **stored.per_template(req, _iterations(count) // 4),
                 "(trivial)": trivial_stored.per_template(req, _iterations(count) // 4)["trivial"],
             }
-            runner_figures[str(count)] = _pair(runner, trivial_runner, req, RUNNER_ITERATIONS)
-        for review in (stored, trivial_stored, one_call, trivial_one_call):
+        for review in (stored, trivial_stored):
             review.close()
     return {
         "matched_templates": matched,
         "stored_inventory": gatekeeper_like,
         "targets": _targets(gatekeeper_like),
-        "one_engine_call": one_call_figures,
-        "one_engine_call_targets": _targets(one_call_figures),
+        "runner": runner_figures,
+        "runner_targets": _targets(runner_figures),
         "per_template_median_ms": per_template,
-        "runner_inventory_per_request": runner_figures,
     }
 
 
 NOTE = (
     "stored_inventory: each matched template in its own engine with data.inventory stored once, as in Gatekeeper; "
     "the ratio compares the sum over matched templates with the trivial template on the same request. "
-    "one_engine_call: every matched template in one engine (inventory stored once) and one query, so the request "
-    "is converted into OPA values once, against the trivial template the same way. "
-    "per_template_median_ms: each template of stored_inventory evaluated alone (where the time goes). "
-    "runner_inventory_per_request: trainer-policy's runner, which hands data.inventory to the engine with every "
-    "review; converting 1,000 runtimes dominates both sides there, so its ratio says little about the policies."
+    "runner: trainer-policy's runner (`trainer-policy review --objects`): every matched template in one engine "
+    "with data.inventory stored once and one query, so the request is converted into OPA values once, against "
+    "the trivial template the same way. "
+    "per_template_median_ms: each template of stored_inventory evaluated alone (where the time goes)."
 )
-RUNNER_ITERATIONS = 5
 
 
 def main() -> None:
@@ -280,13 +230,13 @@ def main() -> None:
     path = write_result("trainjob_review", payload)
     for profile, shapes in payload["profiles"].items():
         for shape, res in shapes.items():
-            for kind in ("stored_inventory", "one_engine_call", "runner_inventory_per_request"):
+            for kind in ("stored_inventory", "runner"):
                 cells = ", ".join(
                     f"{n}: {s['median_ms']:.3f} ms ({s['ratio_to_trivial_same_input']:.2f}x trivial)"
                     for n, s in res[kind].items()
                 )
                 print(f"{profile} {shape} {kind}: {cells}")
-            for kind in ("targets", "one_engine_call_targets"):
+            for kind in ("targets", "runner_targets"):
                 print(
                     f"{profile} {shape} {kind}: "
                     + ", ".join(f"{k}={v if isinstance(v, bool) else round(v, 2)}" for k, v in res[kind].items())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import max_rss_mib, measure, write_result
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
@@ -22,9 +24,9 @@ def sample_trainjob(name: str = "bench") -> dict:
     }
 
 
-def trivial_runner() -> tuple[GatekeeperRunner, AdmissionRequest]:
-    """A runner holding only the trivial template, and an UPDATE review of a TrainJob."""
-    runner = GatekeeperRunner(load_policy_set([FIXTURE]))
+def trivial_runner(objects: Iterable[dict[str, Any]] = ()) -> tuple[GatekeeperRunner, AdmissionRequest]:
+    """A runner holding only the trivial template and the cluster `objects`, and an UPDATE review of a TrainJob."""
+    runner = GatekeeperRunner(load_policy_set([FIXTURE]), objects=objects)
     review = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",

@@ -64,7 +64,7 @@ job_containers := {[job_name, c] |
 	is_string(c)
 }
 
-named_jobs := {t.job | some t in checked_targets} | {init.job | some init in initializers; configured(init.key)}
+named_jobs := {t.job | some t in checked_targets} | {init.job | some init in configured_initializers}
 
 specified := {"TrainingRuntime": "trainingRuntime", "ClusterTrainingRuntime": "clusterTrainingRuntime"}
 
@@ -85,7 +85,13 @@ missing_detail := sprintf("%s: specified %s must be created before the TrainJob 
 
 initializers := [{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"}, {"key": "model", "job": "model-initializer", "config": "modelConfig"}]
 
-configured(key) if object.get(trainjob, ["spec", "initializer", key], null) != null
+# METADATA
+# title: configured_initializers
+# description: The initializers that spec.initializer sets (not null), found once for every check that needs them.
+configured_initializers := [init |
+	some init in initializers
+	object.get(trainjob, ["spec", "initializer", init.key], null) != null
+]
 
 # METADATA
 # title: initializer job missing
@@ -93,8 +99,7 @@ configured(key) if object.get(trainjob, ["spec", "initializer", key], null) != n
 violation contains v if {
 	checked
 	lookup.found
-	some init in initializers
-	configured(init.key)
+	some init in configured_initializers
 	not init.job in job_names
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have %s job when trainJob is configured with input %s", [init.job, init.config]))
 }
@@ -105,8 +110,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some init in initializers
-	configured(init.key)
+	some init in configured_initializers
 	init.job in job_names
 	not [init.job, init.job] in job_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))

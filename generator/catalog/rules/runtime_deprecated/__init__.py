@@ -77,7 +77,7 @@ RULE = Rule(
         "installed (audit) without blocking anybody."
     ),
     spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.1",
+    version="1.0.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("ClusterTrainingRuntime",)),),
     operations=("CREATE",),
     parameters=(),

@@ -169,7 +169,7 @@ RULE = Rule(
         "TrainingRuntime on CREATE only (a known bug); this rule checks both kinds on CREATE and UPDATE."
     ),
     spec_section="D",
-    version="1.1.1",
+    version="1.1.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainingRuntime", "ClusterTrainingRuntime")),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

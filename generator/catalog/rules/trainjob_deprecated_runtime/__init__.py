@@ -69,7 +69,7 @@ RULE = Rule(
     ),
     rationale="Users learn that their TrainJob's runtime is going away while it still runs.",
     spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.5",
+    version="1.0.6",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

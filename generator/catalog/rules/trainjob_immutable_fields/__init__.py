@@ -264,7 +264,7 @@ RULE = Rule(
         "running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI."
     ),
     spec_section="E8",
-    version="1.0.3",
+    version="1.0.4",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("UPDATE",),
     parameters=(),

@@ -184,7 +184,7 @@ RULE = Rule(
         "dispatches to worker clusters); changing it mid-life would let two controllers fight over one job."
     ),
     spec_section="C",
-    version="1.1.1",
+    version="1.1.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(allowed_values_parameter(TRAINJOB_ALLOWED),),

@@ -124,7 +124,7 @@ RULE = Rule(
         "not."
     ),
     spec_section="E1",
-    version="1.0.0",
+    version="1.0.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -424,7 +424,7 @@ RULE = Rule(
         "Gatekeeper's sync (the bundle's SyncSet)."
     ),
     spec_section="E2-E5",
-    version="1.0.8",
+    version="1.0.9",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

@@ -41,7 +41,7 @@ RULE = Rule(
         "MultiKueue); it must name a known controller and must not change while the job exists."
     ),
     spec_section="C",
-    version="1.1.1",
+    version="1.1.2",
     match=(MatchKind(("kubeflow.org",), V1_JOB_KINDS),),
     operations=("CREATE", "UPDATE"),
     parameters=(allowed_values_parameter(V1_ALLOWED),),

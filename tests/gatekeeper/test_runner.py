@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from kubeflow_trainer_policy.errors import InputError, TemplateError
-from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
+from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, add_constraint, load_policy_set, with_parameters
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from tests.gatekeeper.helpers import FIXTURES, request, trainjob
 
@@ -71,44 +72,41 @@ def test_delete_matches_on_old_object(runner):
     assert {v.constraint for v in result.violations} == {"team-label", "cost-center-warn", "owner-dryrun"}
 
 
-def test_inventory_lookups_namespaced_and_cluster():
-    policy_set = load_policy_set([FIXTURES / "templates.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
+CLASS = {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}}
 
+
+def _inventory_refs() -> tuple[PolicySet, dict]:
+    """The fixtures' K8sInventoryRef template with one Constraint, and a TrainJob naming CONFIGMAP and CLASS."""
+    policy_set = load_policy_set([FIXTURES / "templates.yaml"])
     add_constraint(policy_set, Constraint("K8sInventoryRef", "refs", {}, {}, "deny", "test"))
-    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
-    cls = {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}}
-    job = trainjob(configRef="cfg", className="gold")
+    return policy_set, trainjob(configRef="cfg", className="gold")
+
+
+def test_inventory_lookups_namespaced_and_cluster():
+    policy_set, job = _inventory_refs()
     with GatekeeperRunner(policy_set) as runner:
         assert sorted(v.msg for v in runner.review(request("CREATE", job)).violations) == [
             "class gold not found",
             "configmap team-a/cfg not found",
         ]
-        runner.set_objects([configmap, cls])
+        runner.set_objects([CONFIGMAP, CLASS])
         assert runner.review(request("CREATE", job)).violations == []
-        runner.set_objects([{**configmap, "metadata": {"name": "cfg", "namespace": "team-b"}}, cls])
+        runner.set_objects([{**CONFIGMAP, "metadata": {"name": "cfg", "namespace": "team-b"}}, CLASS])
         assert [v.msg for v in runner.review(request("CREATE", job)).violations] == ["configmap team-a/cfg not found"]
 
 
 def test_inventory_given_up_front_is_replaced_by_later_objects():
     """The first inventory goes into the engine's store, which can only be merged into: later objects must
     still replace it whole (here a ConfigMap disappears), and the stored one serves again when it comes back."""
-    policy_set = load_policy_set([FIXTURES / "templates.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
-
-    add_constraint(policy_set, Constraint("K8sInventoryRef", "refs", {}, {}, "deny", "test"))
-    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team-a"}}
-    cls = {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}}
-    job = trainjob(configRef="cfg", className="gold")
-    with GatekeeperRunner(policy_set, objects=[configmap, cls]) as runner:
+    policy_set, job = _inventory_refs()
+    with GatekeeperRunner(policy_set, objects=[CONFIGMAP, CLASS]) as runner:
         assert runner.review(request("CREATE", job)).violations == []
-        runner.set_objects([cls])
+        runner.set_objects([CLASS])
         assert [v.msg for v in runner.review(request("CREATE", job)).violations] == ["configmap team-a/cfg not found"]
         runner.set_objects([])
         assert len(runner.review(request("CREATE", job)).violations) == 2
-        runner.set_objects([cls, configmap])
+        runner.set_objects([CLASS, CONFIGMAP])
         assert runner.review(request("CREATE", job)).violations == []
 
 
@@ -120,26 +118,10 @@ def test_inventory_values_that_python_calls_equal_are_not_confused(tmp_path):
         'violation contains {"msg": "flag is true"} if data.inventory.cluster["example.com/v1"].Class.gold.spec.flag '
         "== true\n"
     )
-    template = {
-        "apiVersion": "templates.gatekeeper.sh/v1",
-        "kind": "ConstraintTemplate",
-        "metadata": {"name": "k8sflag"},
-        "spec": {
-            "crd": {"spec": {"names": {"kind": "K8sFlag"}}},
-            "targets": [
-                {
-                    "target": "admission.k8s.gatekeeper.sh",
-                    "code": [{"engine": "Rego", "source": {"version": "v1", "rego": rego}}],
-                }
-            ],
-        },
-    }
-    (tmp_path / "t.yaml").write_text(yaml.safe_dump(template))
+    (tmp_path / "t.yaml").write_text(_template("k8sflag", rego))
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
-    add_constraint(policy_set, Constraint("K8sFlag", "flag", {}, {}, "deny", "test"))
+    add_constraint(policy_set, Constraint("K8sflag", "flag", {}, {}, "deny", "test"))
 
     def gold(flag: object) -> dict:
         return {"apiVersion": "example.com/v1", "kind": "Class", "metadata": {"name": "gold"}, "spec": {"flag": flag}}
@@ -188,8 +170,6 @@ def test_evaluation_error_is_an_error_never_allowed(tmp_path):
     )
     (tmp_path / "t.yaml").write_text(template)
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sImmutableName", "c", {}, {}, "deny", "test"))
     with GatekeeperRunner(policy_set) as runner:
@@ -234,8 +214,6 @@ def test_templates_that_cannot_share_an_engine_are_evaluated_apart(tmp_path):
     )
     (tmp_path / "t.yaml").write_text(text + "\n---\n" + twin)
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sImmutableName", "a", {}, {}, "deny", "test"))
     add_constraint(policy_set, Constraint("K8sImmutableTwin", "b", {}, {}, "warn", "test"))
@@ -248,9 +226,11 @@ def test_templates_that_cannot_share_an_engine_are_evaluated_apart(tmp_path):
     ]
 
 
-def _template_with_lib(name: str, lib: str) -> str:
-    """A template whose violation reads data.lib.shared.flag from its one lib."""
-    rego = f'package {name}\n\nimport data.lib.shared\n\nviolation contains {{"msg": "{name}"}} if shared.flag\n'
+def _template(name: str, rego: str, libs: tuple[str, ...] = ()) -> str:
+    """A ConstraintTemplate (YAML) of kind name.capitalize() with this Rego v1 source and libs."""
+    source: dict[str, object] = {"version": "v1", "rego": rego}
+    if libs:
+        source["libs"] = list(libs)
     return yaml.safe_dump(
         {
             "apiVersion": "templates.gatekeeper.sh/v1",
@@ -258,15 +238,16 @@ def _template_with_lib(name: str, lib: str) -> str:
             "metadata": {"name": name},
             "spec": {
                 "crd": {"spec": {"names": {"kind": name.capitalize()}}},
-                "targets": [
-                    {
-                        "target": "admission.k8s.gatekeeper.sh",
-                        "code": [{"engine": "Rego", "source": {"version": "v1", "rego": rego, "libs": [lib]}}],
-                    }
-                ],
+                "targets": [{"target": "admission.k8s.gatekeeper.sh", "code": [{"engine": "Rego", "source": source}]}],
             },
         }
     )
+
+
+def _template_with_lib(name: str, lib: str) -> str:
+    """A template whose violation reads data.lib.shared.flag from its one lib."""
+    rego = f'package {name}\n\nimport data.lib.shared\n\nviolation contains {{"msg": "{name}"}} if shared.flag\n'
+    return _template(name, rego, (lib,))
 
 
 def test_templates_whose_libs_do_not_compile_together_are_evaluated_apart(tmp_path):
@@ -277,8 +258,6 @@ def test_templates_whose_libs_do_not_compile_together_are_evaluated_apart(tmp_pa
     two = _template_with_lib("k8stwo", "package lib.shared\n\nflag contains 1\n")
     (tmp_path / "t.yaml").write_text(one + "---\n" + two)
     policy_set = load_policy_set([tmp_path / "t.yaml"])
-    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-    from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint
 
     add_constraint(policy_set, Constraint("K8sone", "a", {}, {}, "deny", "test"))
     add_constraint(policy_set, Constraint("K8stwo", "b", {}, {}, "deny", "test"))

@@ -1,9 +1,9 @@
 """The HTTPS server that carries ProviderRequests, plus /healthz, /readyz and /metrics.
 
 Stack: one stdlib asyncio event loop in its own thread, and a hand-written `asyncio.Protocol` per
-connection that runs TLS itself through `ssl.SSLObject` memory BIOs (so each connection gets the
-current, possibly reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with
-provider.http_request.
+connection that runs TLS itself through a memory-buffer session (provider.tls: cryptography's bundled
+OpenSSL by default, the stdlib `ssl` module otherwise; so each connection gets the current, possibly
+reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with provider.http_request.
 
 Why, measured (2026-11-23, 10k JobSets, 10-key requests, TLS 1.3 with mTLS on every server, server
 pinned to one core, Go load generator on the other; the 2 cores were shared with other agents' work
@@ -20,14 +20,16 @@ provider_stack_choice` (benchmarks/results/provider_stack_choice.json):
     Go TLS 1.3 echo                338       1,007 us                8,760    44 us
 
 (An earlier run, provider_load.json, gave this stack 0.38-0.46x; the ratio moves with the machine's load.)
-Where the gap is: a lookup on a new connection is ~2/3 the TLS handshake inside OpenSSL 3.0, most of
-it the client certificate's verification. `python -m benchmarks.tls_handshake` (results/tls_handshake.json,
-server CPU per connection, sans-I/O, medians of 7 rounds): OpenSSL 3.0 P-256 2,650 us with mTLS and 1,161
-us without; Ed25519 2,920/1,324 (no better); RSA 2048 4,985/4,134 (twice the cost: `certs` issues P-256,
-keep it); 2 session tickets instead of none 5,106 us (`num_tickets = 0` is already set); the OpenSSL 4.0
-that the cryptography wheel bundles (through pyOpenSSL) 2,826/1,578 (no better). The SSLContext is built
-once per certificate change (ReloadingTLS), the files are stat'ed at most once a second, so there is no
-per-connection context or CA-store cost left to remove. No lever inside this stack closes the gap.
+Where the gap is: a lookup on a new connection is ~9/10 of its instructions in the TLS handshake. With the
+stdlib `ssl` (system OpenSSL 3.0), the table's stack: 5.85M of 6.48M instructions per lookup, 1.5M of them
+decoding the client certificate. `python -m benchmarks.tls_handshake` (results/tls_handshake.json, server
+CPU per connection, sans-I/O, 7 rounds on a loaded machine): OpenSSL 3.0 P-256 2,650 us with mTLS and
+1,161 us without; Ed25519 2,920/1,324 (no better); RSA 2048 4,985/4,134 (twice the cost: `certs` issues
+P-256, keep it); 2 session tickets instead of none 5,106 us (`num_tickets = 0` is set). Wall-clock figures
+on that loaded machine could not tell OpenSSL 4.0 (the cryptography wheel's) from 3.0; instruction counts
+(valgrind, independent of load) can: 4.73M per lookup, so since 2026-11-26 the provider serves through
+cryptography's bundled OpenSSL (provider.bundled_openssl, which has the figures; benchmarks/results/
+provider_load.json compares it with the stdlib stack, `python-at-<ref>`, in the same run).
 
 Why not granian, though faster: it does not keep the guarantees below. `python -m
 benchmarks.granian_guarantees` (results/granian_guarantees.json; the same probe passes against this
@@ -83,7 +85,7 @@ from kubeflow_trainer_policy_provider.handler import Answer, ProviderHandler, pr
 from kubeflow_trainer_policy_provider.http_request import MAX_HEADER_BYTES, HeadError, RequestHead, parse_head
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
-from kubeflow_trainer_policy_provider.tls import ReloadingTLS
+from kubeflow_trainer_policy_provider.tls import ReloadingTLS, ServerSession
 
 PROBE_PATHS = ("/healthz", "/readyz", "/metrics")
 MAX_BODY_BYTES = 1 << 20
@@ -247,9 +249,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, server: ProviderHTTPServer):
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.tls: ssl.SSLObject | None = None
-        self.incoming: ssl.MemoryBIO | None = None
-        self.outgoing: ssl.MemoryBIO | None = None
+        self.tls: ServerSession | None = None
         self.buffer = b""
         self.pending: RequestHead | None = None
         self.body_start = 0
@@ -276,8 +276,7 @@ class _Connection(asyncio.Protocol):
             transport.abort()
             return
         if server.tls is not None:
-            self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-            self.tls = server.tls.current().wrap_bio(self.incoming, self.outgoing, server_side=True)
+            self.tls = server.tls.current().new_session()
             self.state = HANDSHAKE
             self.deadline = self.opened + server.limits.handshake_timeout
         else:
@@ -290,19 +289,16 @@ class _Connection(asyncio.Protocol):
         if self.tls is None:
             self._feed(data)
             return
-        assert self.incoming is not None
-        self.incoming.write(data)
+        tls = self.tls
+        tls.feed(data)
         if self.state == HANDSHAKE and not self._handshake():
             return
         chunks = []
-        incoming, tls = self.incoming, self.tls
         try:
-            while chunk := tls.read(65536):
-                chunks.append(chunk)
-                if not incoming.pending and not tls.pending():
+            while True:
+                chunks.append(tls.read(65536))
+                if not tls.has_unread():
                     break  # all received bytes are decrypted: another read would only raise SSLWantReadError
-            else:
-                self.peer_eof = True  # b"": the client sent close_notify
         except ssl.SSLWantReadError:
             pass
         except ssl.SSLZeroReturnError:
@@ -371,9 +367,9 @@ class _Connection(asyncio.Protocol):
         return True
 
     def _flush_tls(self) -> None:
-        assert self.outgoing is not None and self.transport is not None
-        if self.outgoing.pending:
-            self.transport.write(self.outgoing.read())
+        assert self.tls is not None and self.transport is not None
+        if output := self.tls.take_output():
+            self.transport.write(output)
 
     def _write(self, data: bytes) -> None:
         assert self.transport is not None

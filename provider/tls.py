@@ -3,6 +3,12 @@
 cert-manager (or a kubelet-projected Secret) replaces the files atomically; `ReloadingTLS.current()`
 re-reads them when their stat signature changed (checked at most every `check_interval` seconds)
 and keeps the last good context if the new files do not load (half-written rotation).
+
+Two libraries can serve, behind one interface (`new_session()` per connection, a session fed and drained
+through memory buffers): cryptography's bundled OpenSSL (provider.bundled_openssl, the default: a new
+mTLS connection, which Gatekeeper makes for every lookup, costs about a quarter less there; the figures
+are in that module), and the stdlib `ssl` module, used when the bundled bindings lack something this
+provider needs (`bundled_openssl.UNAVAILABLE`).
 """
 
 from __future__ import annotations
@@ -12,9 +18,14 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
+from kubeflow_trainer_policy_provider import bundled_openssl
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+
+Library = Literal["bundled", "stdlib"]
+DEFAULT_LIBRARY: Library = "bundled" if bundled_openssl.UNAVAILABLE is None else "stdlib"
 
 
 @dataclass(frozen=True)
@@ -28,17 +39,82 @@ class TLSFiles:
         return [p for p in (self.cert_file, self.key_file, self.client_ca_file) if p]
 
 
-def server_context(files: TLSFiles) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.maximum_version = ssl.TLSVersion.TLSv1_3
-    context.load_cert_chain(files.cert_file, files.key_file)
-    # Gatekeeper builds a new client per lookup and never resumes a session: tickets would be wasted work.
-    context.num_tickets = 0
-    if files.client_ca_file:
-        context.load_verify_locations(cafile=files.client_ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
+class ServerSession(Protocol):
+    """The server side of one TLS connection over memory buffers. Failures raise the stdlib `ssl` exceptions:
+    `SSLWantReadError` (feed more bytes), `SSLZeroReturnError` (the peer closed), `SSLError`."""
+
+    def feed(self, data: bytes) -> None: ...
+    def do_handshake(self) -> None: ...
+    def read(self, size: int) -> bytes: ...
+    def has_unread(self) -> bool: ...
+    def write(self, data: bytes) -> None: ...
+    def take_output(self) -> bytes: ...
+    def unwrap(self) -> None: ...
+
+
+class ServerContext(Protocol):
+    library: str
+
+    def new_session(self) -> ServerSession: ...
+
+
+class StdlibSession:
+    """`ssl.SSLObject` over two `ssl.MemoryBIO`s (the system's OpenSSL)."""
+
+    __slots__ = ("_incoming", "_outgoing", "_tls")
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+
+    def feed(self, data: bytes) -> None:
+        self._incoming.write(data)
+
+    def do_handshake(self) -> None:
+        self._tls.do_handshake()
+
+    def read(self, size: int) -> bytes:
+        data = self._tls.read(size)
+        if not data:
+            raise ssl.SSLZeroReturnError("the peer closed the TLS session")
+        return data
+
+    def has_unread(self) -> bool:
+        return bool(self._incoming.pending or self._tls.pending())
+
+    def write(self, data: bytes) -> None:
+        self._tls.write(data)
+
+    def take_output(self) -> bytes:
+        return self._outgoing.read() if self._outgoing.pending else b""
+
+    def unwrap(self) -> None:
+        self._tls.unwrap()
+
+
+class StdlibContext:
+    library = f"stdlib ssl ({ssl.OPENSSL_VERSION})"
+
+    def __init__(self, files: TLSFiles) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        context.maximum_version = ssl.TLSVersion.TLSv1_3
+        context.load_cert_chain(files.cert_file, files.key_file)
+        # Gatekeeper builds a new client per lookup and never resumes a session: tickets would be wasted work.
+        context.num_tickets = 0
+        if files.client_ca_file:
+            context.load_verify_locations(cafile=files.client_ca_file)
+            context.verify_mode = ssl.CERT_REQUIRED
+        self._context = context
+
+    def new_session(self) -> ServerSession:
+        return StdlibSession(self._context)
+
+
+def server_context(files: TLSFiles, library: Library = DEFAULT_LIBRARY) -> ServerContext:
+    if library == "stdlib":
+        return StdlibContext(files)
+    return bundled_openssl.ServerContext(files.cert_file, files.key_file, files.client_ca_file)
 
 
 def _signature(paths: list[str]) -> tuple[tuple[int, int, int], ...]:
@@ -50,18 +126,26 @@ def _signature(paths: list[str]) -> tuple[tuple[int, int, int], ...]:
 
 
 class ReloadingTLS:
-    def __init__(self, files: TLSFiles, metrics: ProviderMetrics, logger: JsonLogger, check_interval: float = 1.0):
+    def __init__(
+        self,
+        files: TLSFiles,
+        metrics: ProviderMetrics,
+        logger: JsonLogger,
+        check_interval: float = 1.0,
+        library: Library = DEFAULT_LIBRARY,
+    ):
         self.files = files
+        self.library = library
         self._metrics = metrics
         self._logger = logger
         self._check_interval = check_interval
         self._lock = threading.Lock()
         self._signature = _signature(files.paths())
-        self._context = server_context(files)
+        self._context = server_context(files, library)
         self._next_check = time.monotonic() + check_interval
         metrics.tls_reloads.inc(outcome="loaded")
 
-    def current(self) -> ssl.SSLContext:
+    def current(self) -> ServerContext:
         now = time.monotonic()
         if now >= self._next_check:
             with self._lock:
@@ -79,7 +163,7 @@ class ReloadingTLS:
         if signature == self._signature:
             return
         try:
-            context = server_context(self.files)
+            context = server_context(self.files, self.library)
         except (OSError, ssl.SSLError, ValueError) as exc:
             self._metrics.tls_reloads.inc(outcome="failed")
             self._logger.error("tls_reload_failed", error=str(exc), keeping="previous certificate")

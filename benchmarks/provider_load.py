@@ -46,6 +46,8 @@ import requests
 from benchmarks.common import write_result
 
 REPO = Path(__file__).resolve().parents[1]
+FOLDERS = {"kubeflow_trainer_policy": "generator", "kubeflow_trainer_policy_provider": "provider"}
+"""Import name -> folder, as setup.py installs them."""
 GO_SOURCES = Path(__file__).resolve().parent / "go"
 GO_BIN = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kubeflow-trainer-policy" / "bench-go"
 LOOPBACK = "127.0.0.1"
@@ -295,6 +297,9 @@ def start_servers(
             command = [sys.executable, "-m", "benchmarks.watch_cache_server", str(data), *serve_args(port, pki)[2:]]
         elif name.startswith("python-at-"):
             old = old_tree(work, compare_ref or "main")
+            for package in FOLDERS:
+                if not imported_from(old, package).is_relative_to(old.resolve()):
+                    raise RuntimeError(f"{name}: {package} does not import from {old}")
             command = [
                 sys.executable,
                 "-m",
@@ -320,14 +325,30 @@ def start_servers(
 
 
 def old_tree(work: Path, ref: str) -> Path:
-    """The provider and CLI as of git `ref` (the previous stack), extracted once."""
+    """The provider and CLI as of git `ref` (the previous stack), extracted once, importable under the
+    installed packages' names (setup.py's FOLDERS): on PYTHONPATH it comes before the editable install of
+    the working tree, which would otherwise answer those imports."""
     target = work / f"old-{ref.replace('/', '_')}"
     if not target.exists():
         target.mkdir()
-        archive = subprocess.run(["git", "archive", ref, "provider", "generator"], cwd=REPO, capture_output=True)
+        archive = subprocess.run(["git", "archive", ref, *FOLDERS.values()], cwd=REPO, capture_output=True)
         archive.check_returncode()
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+        for package, folder in FOLDERS.items():
+            (target / package).symlink_to(folder, target_is_directory=True)
     return target
+
+
+def imported_from(tree: Path, package: str) -> Path:
+    """Where `package` is imported from with `tree` on PYTHONPATH (a check that a comparison compares)."""
+    found = subprocess.run(
+        [sys.executable, "-c", f"import {package}; print({package}.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(found.stdout.strip()).resolve()
 
 
 # ------------------------------------------------------------------------------------- load

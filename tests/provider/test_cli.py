@@ -89,8 +89,11 @@ def test_review_with_objects_uses_the_in_process_provider(
     assert run_review(files, "idle", "--objects", str(files["jobsets"])) == 0
 
 
+@pytest.mark.parametrize(
+    ("library", "serving"), [("bundled", "cryptography's bundled OpenSSL"), ("stdlib", "stdlib ssl")]
+)
 def test_provider_serve_process_and_review_over_https_with_mtls(
-    files: dict[str, Path], capsys: pytest.CaptureFixture
+    files: dict[str, Path], capsys: pytest.CaptureFixture, library: str, serving: str
 ) -> None:
     pki, port, health = files["pki"], free_port(), free_port()
     proc = subprocess.Popen(
@@ -112,6 +115,8 @@ def test_provider_serve_process_and_review_over_https_with_mtls(
             str(pki / "ca.crt"),
             "--objects",
             str(files["jobsets"]),
+            "--tls-library",
+            library,
         ],
         stderr=subprocess.PIPE,
         text=True,
@@ -141,8 +146,10 @@ def test_provider_serve_process_and_review_over_https_with_mtls(
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0
-    events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    events = [line["event"] for line in lines]
     assert events[0] == "provider_started" and "tls_handshake_failed" in events and events[-1] == "provider_stopped"
+    assert lines[0]["tls_library"].startswith(serving)
 
 
 def _ok(s: object, url: str) -> bool:

@@ -5,9 +5,10 @@ library through memory buffers, and only the server's calls are timed, so this i
 TLS library costs per Gatekeeper lookup (a new connection each time) from sockets and the event loop.
 Variants are measured in alternating rounds (median, min, max of the per-round means), pinned to one core.
 
-Server libraries: `openssl-3.0` (the stdlib `ssl`, what the provider uses), `openssl-4` (pyOpenSSL over the
-OpenSSL that the `cryptography` wheel bundles), `rustls` (the `rtls` package; its server side has no client
-certificate verification, so it runs server-auth only: it cannot serve the provider's mTLS).
+Server libraries: `openssl-3.0` (the stdlib `ssl`, the provider's fallback), `bundled` (the provider's session
+through cryptography's bundled OpenSSL, provider.bundled_openssl: what it serves with), `openssl-4` (pyOpenSSL
+over that same bundled OpenSSL), `rustls` (the `rtls` package; its server side has no client certificate
+verification, so it runs server-auth only: it cannot serve the provider's mTLS).
 Key types: ECDSA P-256 (what `trainer-policy certs` issues), RSA 2048, Ed25519; every certificate of a PKI
 (CAs, serving, client) is of that type.
 
@@ -187,6 +188,43 @@ class PyOpenSSLServer(Server):
         return self.sent
 
 
+class ProviderSessionServer(Server):
+    """The provider's own TLS session (provider.tls), as its server drives it."""
+
+    def __init__(self, context: Any):
+        self.tls = context.new_session()
+        self.done = False
+        self.sent = False
+
+    def feed(self, data: bytes) -> bytes:
+        self.tls.feed(data)
+        if not self.done:
+            try:
+                self.tls.do_handshake()
+                self.done = True
+            except ssl.SSLWantReadError:
+                pass
+        if self.done and not self.sent:
+            try:
+                if self.tls.read(65536) == REQUEST:
+                    self.tls.write(ANSWER)
+                    self.sent = True
+            except ssl.SSLWantReadError:
+                pass
+        return self.tls.take_output()
+
+    @property
+    def answered(self) -> bool:
+        return self.sent
+
+
+def bundled_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
+    from kubeflow_trainer_policy_provider.tls import TLSFiles, server_context
+
+    context = server_context(TLSFiles(pki.cert, pki.key, pki.client_ca if mtls else None), "bundled")
+    return lambda: ProviderSessionServer(context)
+
+
 def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Server]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = context.maximum_version = ssl.TLSVersion.TLSv1_3
@@ -298,6 +336,7 @@ def variants(directory: Path) -> tuple[dict[str, tuple[Callable[[], Server], ssl
             auth = "mtls" if mtls else "server-auth"
             client = client_context(pki, mtls)
             found[f"openssl-3.0/{kind}/{auth}"] = (stdlib_factory(pki, mtls), client)
+            found[f"bundled/{kind}/{auth}"] = (bundled_factory(pki, mtls), client)
             if kind == "p256":
                 found[f"openssl-3.0/{kind}/{auth}/2-tickets"] = (stdlib_factory(pki, mtls, tickets=2), client)
             if have_pyopenssl:
@@ -312,7 +351,9 @@ def variants(directory: Path) -> tuple[dict[str, tuple[Callable[[], Server], ssl
 
 
 def library_versions() -> dict[str, str]:
-    versions = {"openssl-3.0": ssl.OPENSSL_VERSION}
+    from kubeflow_trainer_policy_provider import bundled_openssl
+
+    versions = {"openssl-3.0": ssl.OPENSSL_VERSION, "bundled": bundled_openssl.version()}
     if importlib.util.find_spec("OpenSSL") is not None:
         from OpenSSL import SSL
 

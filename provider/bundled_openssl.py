@@ -1,19 +1,24 @@
 """TLS 1.3 server sessions over memory buffers, through the OpenSSL that the `cryptography` wheel bundles.
 
-Why not the stdlib `ssl` module, which served before: it links the system's OpenSSL, 3.0 on Debian 12 (the
-provider image's base and this project's machines), whose provider and decoder machinery costs more than the
-cryptography of a handshake. Gatekeeper opens a new mTLS connection for every lookup, so that cost is paid per
-lookup. Measured 2026-11-26 (P-256 certificates as `trainer-policy certs` issues, TLS 1.3 with mTLS):
-- instructions the provider's process runs per lookup on a new connection (`valgrind --tool=callgrind`, the
-  same 10-key requests, so independent of the machine's load): 6.48M with the stdlib `ssl` (5.85M of them in
-  OpenSSL 3.0's handshake; decoding the client certificate alone, `d2i_X509`, 1.5M) against 4.73M through
-  this module (OpenSSL 4.0.3 from cryptography 50.0.2; its handshake 4.0M, of which about 2.9M is the
-  signature checks and the key exchange themselves);
-- lookups/s against the Go stdlib reference provider in the same run (server on one core, the Go load
-  generator on the other, `benchmarks/provider_load.py`): 0.57-0.58x with the stdlib `ssl`, 0.71-0.74x
-  through this module; keep-alive requests cost the same (100-128 us against 107-122 us of user CPU).
-pyOpenSSL offers the same library, but its per-call Python wrappers made keep-alive requests 20-35 us dearer;
-this module calls the bindings directly, so a read or a write is one cffi call.
+Why not the stdlib `ssl` module, which served before: it links the system's OpenSSL (3.0.19 on the Debian 12
+machines where this was measured), whose provider and decoder machinery costs more than the cryptography of a
+handshake. Gatekeeper opens a new mTLS connection for every lookup, so that cost is paid per
+lookup. Measured 2026-11-26 (P-256 certificates as `trainer-policy certs` issues, TLS 1.3 with mTLS, 10k
+JobSets, 10-key requests):
+- instructions the provider's process runs per lookup on a new connection (`valgrind --tool=callgrind` on
+  `provider serve --tls-library stdlib|bundled` under the Go load generator, so independent of the machine's
+  load): 6.49M with the stdlib `ssl` (5.85M of them in OpenSSL 3.0's handshake; decoding the client
+  certificate alone, `d2i_X509`, 1.5M) against 4.69M through this module (OpenSSL 4.0.3 from cryptography
+  50.0.2; its handshake 4.0M, of which about 2.9M is the signature checks and the key exchange themselves);
+  per keep-alive request 242k against 248k (the session's Python methods and cffi calls cost a little more
+  than the `ssl` module's C methods);
+- lookups/s against the Go stdlib reference provider in the same run (`python -m benchmarks.provider_load
+  --rounds 5`, server on one core, the Go load generator on the other, results/provider_load.json): 0.74x
+  (rounds 0.64-0.91) through this module against 0.56x (0.49-0.60) for the stdlib stack (`python-at-main`),
+  1,273 against 1,718 us of server CPU per lookup (Go: 866 us). Keep-alive: 0.44x against 0.49x, within
+  the run's noise (the same code from the watch cache gave 0.47x).
+pyOpenSSL offers the same library, but its per-call Python wrappers made keep-alive requests 20-35 us dearer
+(a prototype of this server on it); this module calls the bindings directly, one cffi call per operation.
 
 The bindings are `cryptography.hazmat.bindings.openssl.binding.Binding` (its documented `ffi` and `lib`, on
 which pyOpenSSL is built). If an installed `cryptography` lacks a function used here, `UNAVAILABLE` says
@@ -196,7 +201,7 @@ class ServerSession:
         result = _SSL_read(self._pointer, buffer, size)
         if result <= 0:
             self._raise(result, "TLS read failed")
-        return ffi.buffer(buffer, result)[:]
+        return ffi.unpack(buffer, result)
 
     def has_unread(self) -> bool:
         """Received bytes not yet decrypted, or decrypted bytes not yet read."""
@@ -214,7 +219,7 @@ class ServerSession:
         if not pending:
             return b""
         buffer = _buffer("char[]", pending)
-        return ffi.buffer(buffer, _BIO_read(self._outgoing, buffer, pending))[:]
+        return ffi.unpack(buffer, _BIO_read(self._outgoing, buffer, pending))
 
     def unwrap(self) -> None:
         """Send close_notify (the peer's own close_notify is not waited for)."""

@@ -21,15 +21,16 @@ provider_stack_choice` (benchmarks/results/provider_stack_choice.json):
 
 (An earlier run, provider_load.json, gave this stack 0.38-0.46x; the ratio moves with the machine's load.)
 Where the gap is: a lookup on a new connection is ~9/10 of its instructions in the TLS handshake. With the
-stdlib `ssl` (system OpenSSL 3.0), the table's stack: 5.85M of 6.48M instructions per lookup, 1.5M of them
+stdlib `ssl` (system OpenSSL 3.0), the table's stack: 5.85M of 6.49M instructions per lookup, 1.5M of them
 decoding the client certificate. `python -m benchmarks.tls_handshake` (results/tls_handshake.json, server
-CPU per connection, sans-I/O, 7 rounds on a loaded machine): OpenSSL 3.0 P-256 2,650 us with mTLS and
-1,161 us without; Ed25519 2,920/1,324 (no better); RSA 2048 4,985/4,134 (twice the cost: `certs` issues
-P-256, keep it); 2 session tickets instead of none 5,106 us (`num_tickets = 0` is set). Wall-clock figures
-on that loaded machine could not tell OpenSSL 4.0 (the cryptography wheel's) from 3.0; instruction counts
-(valgrind, independent of load) can: 4.73M per lookup, so since 2026-11-26 the provider serves through
-cryptography's bundled OpenSSL (provider.bundled_openssl, which has the figures; benchmarks/results/
-provider_load.json compares it with the stdlib stack, `python-at-<ref>`, in the same run).
+CPU per connection, sans-I/O, medians of 5 rounds, 2026-11-26): OpenSSL 3.0 P-256 1,133 us with mTLS and
+502 us without; Ed25519 1,149/445 (no better); RSA 2048 1,827/1,371 (dearer: `certs` issues P-256, keep
+it); 2 session tickets instead of none 1,711 us (tickets are off); the provider's session over
+cryptography's bundled OpenSSL 4.0 833/455. (The 2026-11-23 run of that benchmark, on a machine loaded
+2-3x more, could not tell 4.0 from 3.0; instruction counts, which load does not move, can.) So since
+2026-11-26 the provider serves through cryptography's bundled OpenSSL (provider.bundled_openssl, which has
+the figures: 4.69M instructions per lookup, 0.74x the Go provider against 0.56x for this table's stack in
+one run of benchmarks/results/provider_load.json).
 
 Why not granian, though faster: it does not keep the guarantees below. `python -m
 benchmarks.granian_guarantees` (results/granian_guarantees.json; the same probe passes against this

@@ -17,6 +17,10 @@ JobSets, 10-key requests):
   (rounds 0.64-0.91) through this module against 0.56x (0.49-0.60) for the stdlib stack (`python-at-main`),
   1,273 against 1,718 us of server CPU per lookup (Go: 866 us). Keep-alive: 0.44x against 0.49x, within
   the run's noise (the same code from the watch cache gave 0.47x).
+A client that offers the post-quantum hybrid key share X25519MLKEM768 (Go >= 1.24, so recent Gatekeeper
+builds, and OpenSSL >= 3.5) gets it from this library, which OpenSSL 3.0 cannot give; the handshake still
+costs the server less than OpenSSL 3.0's with X25519 (783-855 against 1,020-1,248 us per handshake,
+sans-I/O against an OpenSSL 4.0 client, 2026-11-26). The benchmarks' Go 1.19 load generator offers X25519.
 pyOpenSSL offers the same library, but its per-call Python wrappers made keep-alive requests 20-35 us dearer
 (a prototype of this server on it); this module calls the bindings directly, one cffi call per operation.
 

@@ -11,6 +11,7 @@ MODULES = [
     "benchmarks.budget_review",
     "benchmarks.trainjob_review",
     "benchmarks.provider_load",
+    "benchmarks.provider_instructions",
     "benchmarks.tls_handshake",
     "benchmarks.granian_guarantees",
     "benchmarks.cli_startup",

@@ -5,10 +5,11 @@ machines where this was measured), whose provider and decoder machinery costs mo
 handshake. Gatekeeper opens a new mTLS connection for every lookup, so that cost is paid per
 lookup. Measured 2026-11-26 (P-256 certificates as `trainer-policy certs` issues, TLS 1.3 with mTLS, 10k
 JobSets, 10-key requests):
-- instructions the provider's process runs per lookup on a new connection (`valgrind --tool=callgrind` on
-  `provider serve --tls-library stdlib|bundled` under the Go load generator, so independent of the machine's
-  load): 6.49M with the stdlib `ssl` (5.85M of them in OpenSSL 3.0's handshake; decoding the client
-  certificate alone, `d2i_X509`, 1.5M) against 4.69M through this module (OpenSSL 4.0.3 from cryptography
+- instructions the provider's process runs per lookup on a new connection (`python -m
+  benchmarks.provider_instructions`: callgrind on `provider serve --tls-library stdlib|bundled` under the Go
+  load generator, so independent of the machine's load; results/provider_instructions.json): 6.49M with the
+  stdlib `ssl` (5.85M of them in OpenSSL 3.0's handshake; decoding the client certificate alone,
+  `d2i_X509`, 1.5M) against 4.70M through this module (OpenSSL 4.0.3 from cryptography
   50.0.2; its handshake 4.0M, of which about 2.9M is the signature checks and the key exchange themselves);
   per keep-alive request 242k against 248k (the session's Python methods and cffi calls cost a little more
   than the `ssl` module's C methods);

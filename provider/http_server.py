@@ -29,7 +29,7 @@ it); 2 session tickets instead of none 1,711 us (tickets are off); the provider'
 cryptography's bundled OpenSSL 4.0 833/455. (The 2026-11-23 run of that benchmark, on a machine loaded
 2-3x more, could not tell 4.0 from 3.0; instruction counts, which load does not move, can.) So since
 2026-11-26 the provider serves through cryptography's bundled OpenSSL (provider.bundled_openssl, which has
-the figures: 4.69M instructions per lookup, 0.74x the Go provider against 0.56x for this table's stack in
+the figures: 4.70M instructions per lookup, 0.74x the Go provider against 0.56x for this table's stack in
 one run of benchmarks/results/provider_load.json).
 
 Why not granian, though faster: it does not keep the guarantees below. `python -m

@@ -119,17 +119,41 @@ class Server:
         raise NotImplementedError
 
 
-class StdlibServer(Server):
-    """The stdlib `ssl` module's SSLObject (the provider's code path), or rtls's with the same interface."""
+class SSLObjectSession:
+    """An `SSLObject` over memory BIOs (the stdlib's, or rtls's with the same interface) with the provider's
+    session interface (provider.tls.ServerSession)."""
 
     def __init__(self, context: Any, module: Any):
         self.incoming, self.outgoing = module.MemoryBIO(), module.MemoryBIO()
         self.tls = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+
+    def feed(self, data: bytes) -> None:
+        self.incoming.write(data)
+
+    def do_handshake(self) -> None:
+        self.tls.do_handshake()
+
+    def read(self, size: int) -> bytes:
+        return bytes(self.tls.read(size))
+
+    def write(self, data: bytes) -> None:
+        self.tls.write(data)
+
+    def take_output(self) -> bytes:
+        return bytes(self.outgoing.read())
+
+
+class SessionServer(Server):
+    """One server-side connection through a session with the provider's interface: an `SSLObjectSession`, or
+    the provider's own session over cryptography's bundled OpenSSL."""
+
+    def __init__(self, session: Any):
+        self.tls = session
         self.done = False
         self.sent = False
 
     def feed(self, data: bytes) -> bytes:
-        self.incoming.write(data)
+        self.tls.feed(data)
         if not self.done:
             try:
                 self.tls.do_handshake()
@@ -143,7 +167,7 @@ class StdlibServer(Server):
                     self.sent = True
             except ssl.SSLWantReadError:
                 pass
-        return self.outgoing.read()
+        return self.tls.take_output()
 
     @property
     def answered(self) -> bool:
@@ -188,41 +212,11 @@ class PyOpenSSLServer(Server):
         return self.sent
 
 
-class ProviderSessionServer(Server):
-    """The provider's own TLS session (provider.tls), as its server drives it."""
-
-    def __init__(self, context: Any):
-        self.tls = context.new_session()
-        self.done = False
-        self.sent = False
-
-    def feed(self, data: bytes) -> bytes:
-        self.tls.feed(data)
-        if not self.done:
-            try:
-                self.tls.do_handshake()
-                self.done = True
-            except ssl.SSLWantReadError:
-                pass
-        if self.done and not self.sent:
-            try:
-                if self.tls.read(65536) == REQUEST:
-                    self.tls.write(ANSWER)
-                    self.sent = True
-            except ssl.SSLWantReadError:
-                pass
-        return self.tls.take_output()
-
-    @property
-    def answered(self) -> bool:
-        return self.sent
-
-
 def bundled_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
     from kubeflow_trainer_policy_provider.tls import TLSFiles, server_context
 
     context = server_context(TLSFiles(pki.cert, pki.key, pki.client_ca if mtls else None), "bundled")
-    return lambda: ProviderSessionServer(context)
+    return lambda: SessionServer(context.new_session())
 
 
 def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Server]:
@@ -233,7 +227,7 @@ def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Serve
     if mtls:
         context.load_verify_locations(cafile=pki.client_ca)
         context.verify_mode = ssl.CERT_REQUIRED
-    return lambda: StdlibServer(context, ssl)
+    return lambda: SessionServer(SSLObjectSession(context, ssl))
 
 
 def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
@@ -244,7 +238,7 @@ def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
     context = rtls.SSLContext(rtls.PROTOCOL_TLS_SERVER)
     context.minimum_version = context.maximum_version = rtls.TLSVersion.TLSv1_3
     context.load_cert_chain(pki.cert, pki.key)
-    return lambda: StdlibServer(context, rtls)
+    return lambda: SessionServer(SSLObjectSession(context, rtls))
 
 
 def pyopenssl_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:

@@ -38,6 +38,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from benchmarks.common import write_result
+from kubeflow_trainer_policy_provider import bundled_openssl
+from kubeflow_trainer_policy_provider.tls import StdlibSession, TLSFiles, server_context
 
 KEY_TYPES = ("p256", "rsa2048", "ed25519")
 REQUEST = b"POST / HTTP/1.1\r\nHost: provider\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
@@ -119,33 +121,9 @@ class Server:
         raise NotImplementedError
 
 
-class SSLObjectSession:
-    """An `SSLObject` over memory BIOs (the stdlib's, or rtls's with the same interface) with the provider's
-    session interface (provider.tls.ServerSession)."""
-
-    def __init__(self, context: Any, module: Any):
-        self.incoming, self.outgoing = module.MemoryBIO(), module.MemoryBIO()
-        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
-
-    def feed(self, data: bytes) -> None:
-        self.incoming.write(data)
-
-    def do_handshake(self) -> None:
-        self.tls.do_handshake()
-
-    def read(self, size: int) -> bytes:
-        return bytes(self.tls.read(size))
-
-    def write(self, data: bytes) -> None:
-        self.tls.write(data)
-
-    def take_output(self) -> bytes:
-        return bytes(self.outgoing.read())
-
-
 class SessionServer(Server):
-    """One server-side connection through a session with the provider's interface: an `SSLObjectSession`, or
-    the provider's own session over cryptography's bundled OpenSSL."""
+    """One server-side connection through one of the provider's sessions (provider.tls): `StdlibSession` over
+    an `ssl.SSLContext` (or rtls's, which takes the same memory BIOs), or the bundled library's session."""
 
     def __init__(self, session: Any):
         self.tls = session
@@ -213,8 +191,6 @@ class PyOpenSSLServer(Server):
 
 
 def bundled_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
-    from kubeflow_trainer_policy_provider.tls import TLSFiles, server_context
-
     context = server_context(TLSFiles(pki.cert, pki.key, pki.client_ca if mtls else None), "bundled")
     return lambda: SessionServer(context.new_session())
 
@@ -227,7 +203,7 @@ def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Serve
     if mtls:
         context.load_verify_locations(cafile=pki.client_ca)
         context.verify_mode = ssl.CERT_REQUIRED
-    return lambda: SessionServer(SSLObjectSession(context, ssl))
+    return lambda: SessionServer(StdlibSession(context))
 
 
 def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
@@ -238,7 +214,7 @@ def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
     context = rtls.SSLContext(rtls.PROTOCOL_TLS_SERVER)
     context.minimum_version = context.maximum_version = rtls.TLSVersion.TLSv1_3
     context.load_cert_chain(pki.cert, pki.key)
-    return lambda: SessionServer(SSLObjectSession(context, rtls))
+    return lambda: SessionServer(StdlibSession(context))
 
 
 def pyopenssl_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
@@ -345,8 +321,6 @@ def variants(directory: Path) -> tuple[dict[str, tuple[Callable[[], Server], ssl
 
 
 def library_versions() -> dict[str, str]:
-    from kubeflow_trainer_policy_provider import bundled_openssl
-
     versions = {"openssl-3.0": ssl.OPENSSL_VERSION, "bundled": bundled_openssl.version()}
     if importlib.util.find_spec("OpenSSL") is not None:
         from OpenSSL import SSL

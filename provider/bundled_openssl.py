@@ -124,7 +124,7 @@ def _error(problem: str) -> ssl.SSLError:
     return ssl.SSLError(f"{problem}: {'; '.join(found)}" if found else problem)
 
 
-class ServerContext:
+class BundledContext:
     """One serving certificate, key and (for mTLS) client CA, loaded once; `new_session` per connection."""
 
     def __init__(self, cert_file: str, key_file: str, client_ca_file: str | None) -> None:
@@ -159,8 +159,8 @@ class ServerContext:
     def library(self) -> str:
         return f"cryptography's bundled OpenSSL ({version()})"
 
-    def new_session(self) -> ServerSession:
-        return ServerSession(self._context)
+    def new_session(self) -> BundledSession:
+        return BundledSession(self._context)
 
 
 _SSL_do_handshake, _SSL_read, _SSL_write, _SSL_pending = (
@@ -172,18 +172,17 @@ _BIO_write, _BIO_read, _BIO_get_mem_data = (
 _buffer = ffi.new_allocator(should_clear_after_alloc=False) if ffi is not None else None
 
 
-class ServerSession:
+class BundledSession:
     """The server side of one TLS connection: bytes from the client go in with `feed`, bytes for the client
     come out of `take_output`."""
 
-    __slots__ = ("_incoming", "_outgoing", "_pointer", "_ssl")
+    __slots__ = ("_incoming", "_outgoing", "_ssl")
 
     def __init__(self, context: Any) -> None:
         pointer = lib.SSL_new(context)  # holds a reference to the context: a reload cannot free it under us
         if pointer == ffi.NULL:
             raise _error("cannot create a TLS session")
         self._ssl = ffi.gc(pointer, lib.SSL_free)  # SSL_free frees both BIOs too
-        self._pointer = pointer
         self._incoming = lib.BIO_new(lib.BIO_s_mem())
         self._outgoing = lib.BIO_new(lib.BIO_s_mem())
         if self._incoming == ffi.NULL or self._outgoing == ffi.NULL:
@@ -196,26 +195,26 @@ class ServerSession:
 
     def do_handshake(self) -> None:
         lib.ERR_clear_error()
-        result = _SSL_do_handshake(self._pointer)
+        result = _SSL_do_handshake(self._ssl)
         if result != 1:
             self._raise(result, "TLS handshake failed")
 
     def read(self, size: int) -> bytes:
         size = min(size, RECORD_BYTES)
         buffer = _buffer("char[]", size)
-        result = _SSL_read(self._pointer, buffer, size)
+        result = _SSL_read(self._ssl, buffer, size)
         if result <= 0:
             self._raise(result, "TLS read failed")
         return ffi.unpack(buffer, result)
 
     def has_unread(self) -> bool:
         """Received bytes not yet decrypted, or decrypted bytes not yet read."""
-        return bool(_BIO_get_mem_data(self._incoming, ffi.NULL) or _SSL_pending(self._pointer))
+        return bool(_BIO_get_mem_data(self._incoming, ffi.NULL) or _SSL_pending(self._ssl))
 
     def write(self, data: bytes) -> None:
         if not data:
             return
-        result = _SSL_write(self._pointer, data, len(data))
+        result = _SSL_write(self._ssl, data, len(data))
         if result <= 0:
             self._raise(result, "TLS write failed")
 
@@ -228,17 +227,17 @@ class ServerSession:
 
     def unwrap(self) -> None:
         """Send close_notify (the peer's own close_notify is not waited for)."""
-        if lib.SSL_shutdown(self._pointer) < 0:
+        if lib.SSL_shutdown(self._ssl) < 0:
             _queued_errors()
 
     def _raise(self, result: int, problem: str) -> None:
-        error = lib.SSL_get_error(self._pointer, result)
+        error = lib.SSL_get_error(self._ssl, result)
         if error == lib.SSL_ERROR_WANT_READ:
             raise ssl.SSLWantReadError("the TLS session needs more bytes from the peer")
         if error == lib.SSL_ERROR_ZERO_RETURN:
             _queued_errors()
             raise ssl.SSLZeroReturnError("the peer closed the TLS session")
-        verify = lib.SSL_get_verify_result(self._pointer)
+        verify = lib.SSL_get_verify_result(self._ssl)
         found = _queued_errors()
         if verify != lib.X509_V_OK:
             reason = ffi.string(lib.X509_verify_cert_error_string(verify)).decode(errors="replace")

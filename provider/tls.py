@@ -114,7 +114,7 @@ class StdlibContext:
 def server_context(files: TLSFiles, library: Library = DEFAULT_LIBRARY) -> ServerContext:
     if library == "stdlib":
         return StdlibContext(files)
-    return bundled_openssl.ServerContext(files.cert_file, files.key_file, files.client_ca_file)
+    return bundled_openssl.BundledContext(files.cert_file, files.key_file, files.client_ca_file)
 
 
 def _signature(paths: list[str]) -> tuple[tuple[int, int, int], ...]:

@@ -25,10 +25,10 @@ from typing import Any
 
 from benchmarks.common import write_result
 from benchmarks.provider_load import (
-    LOOPBACK,
     Server,
     ensure_go_binaries,
     free_port,
+    loadgen_command,
     make_pki,
     serve_args,
     wait_first_answer,
@@ -76,12 +76,7 @@ def measure(library: str, mode: str, data: Path, pki: Path, bins: Path, bodies: 
         wait_first_answer(server, pki, timeout=900)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
         load = subprocess.run(
-            [
-                str(bins / "loadgen"),
-                *("-addr", f"{LOOPBACK}:{port}", "-mode", mode, "-workers", "2"),
-                *("-ca", str(pki / "ca.crt"), "-cert", str(pki / "client.crt"), "-key", str(pki / "client.key")),
-                *("-bodies", str(bodies), "-duration", f"{seconds}s", "-check=true"),
-            ],
+            [*loadgen_command(bins, port, pki, bodies, mode, seconds), "-workers", "2"],
             capture_output=True,
             text=True,
             check=True,

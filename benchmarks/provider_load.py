@@ -352,6 +352,16 @@ def imported_from(tree: Path, package: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------- load
+def loadgen_command(bins: Path, port: int, pki: Path, bodies: Path, mode: str, seconds: float, check: bool = True):
+    """benchmarks/go/loadgen against 127.0.0.1:`port` with the client certificate, for `seconds`."""
+    return [
+        str(bins / "loadgen"),
+        *("-addr", f"{LOOPBACK}:{port}", "-mode", mode),
+        *("-ca", str(pki / "ca.crt"), "-cert", str(pki / "client.crt"), "-key", str(pki / "client.key")),
+        *("-bodies", str(bodies), "-duration", f"{seconds}s", f"-check={str(check).lower()}"),
+    ]
+
+
 def load(server: Server, bins: Path, pki: Path, bodies: Path, mode: str, seconds: float) -> dict[str, Any]:
     cpu_before = server.cpu_seconds()
     out = subprocess.run(
@@ -359,22 +369,7 @@ def load(server: Server, bins: Path, pki: Path, bodies: Path, mode: str, seconds
             "taskset",
             "-c",
             CLIENT_CPU,
-            str(bins / "loadgen"),
-            "-addr",
-            f"{LOOPBACK}:{server.port}",
-            "-mode",
-            mode,
-            "-ca",
-            str(pki / "ca.crt"),
-            "-cert",
-            str(pki / "client.crt"),
-            "-key",
-            str(pki / "client.key"),
-            "-bodies",
-            str(bodies),
-            "-duration",
-            f"{seconds}s",
-            "-check=" + ("false" if server.name == "go-echo" else "true"),
+            *loadgen_command(bins, server.port, pki, bodies, mode, seconds, check=server.name != "go-echo"),
         ],
         capture_output=True,
         text=True,

@@ -112,6 +112,12 @@ test_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -134,6 +140,12 @@ test_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -209,6 +221,12 @@ test_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -231,6 +249,12 @@ test_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -385,6 +409,12 @@ test_runtime_ref_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -407,6 +437,12 @@ test_runtime_ref_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -482,6 +518,12 @@ test_runtime_ref_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -504,6 +546,12 @@ test_runtime_ref_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -664,6 +712,12 @@ test_trainer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -686,6 +740,12 @@ test_trainer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -761,6 +821,12 @@ test_trainer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -783,6 +849,12 @@ test_trainer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -947,6 +1019,12 @@ test_initializer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -969,6 +1047,12 @@ test_initializer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1044,6 +1128,12 @@ test_initializer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1066,6 +1156,12 @@ test_initializer_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1222,6 +1318,12 @@ test_active_deadline_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1244,6 +1346,12 @@ test_active_deadline_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1319,6 +1427,12 @@ test_active_deadline_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1341,6 +1455,12 @@ test_active_deadline_changed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1500,6 +1620,12 @@ test_initializer_added if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1522,6 +1648,12 @@ test_initializer_added if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1597,6 +1729,12 @@ test_initializer_added if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1619,6 +1757,12 @@ test_initializer_added if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1760,6 +1904,12 @@ test_create_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1782,6 +1932,12 @@ test_create_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1907,6 +2063,12 @@ test_audit_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1929,6 +2091,12 @@ test_audit_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},

@@ -100,6 +100,12 @@ test_create_unset_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -122,6 +128,12 @@ test_create_unset_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -288,6 +300,12 @@ test_create_explicit_null_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -310,6 +328,12 @@ test_create_explicit_null_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -476,6 +500,12 @@ test_create_disallowed_value if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -498,6 +528,12 @@ test_create_disallowed_value if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -664,6 +700,12 @@ test_create_empty_string_is_set if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -686,6 +728,12 @@ test_create_empty_string_is_set if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -852,6 +900,12 @@ test_create_wrong_type if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -874,6 +928,12 @@ test_create_wrong_type if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1056,6 +1116,12 @@ test_update_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1078,6 +1144,12 @@ test_update_unchanged_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1260,6 +1332,12 @@ test_update_value_change_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1282,6 +1360,12 @@ test_update_value_change_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1463,6 +1547,12 @@ test_update_set_to_unset_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1485,6 +1575,12 @@ test_update_set_to_unset_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1666,6 +1762,12 @@ test_update_unset_to_set_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1688,6 +1790,12 @@ test_update_unset_to_set_immutable if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1869,6 +1977,12 @@ test_update_null_to_absent_unchanged if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1891,6 +2005,12 @@ test_update_null_to_absent_unchanged if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2073,6 +2193,12 @@ test_update_to_disallowed_value if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2095,6 +2221,12 @@ test_update_to_disallowed_value if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2262,6 +2394,12 @@ test_site_parameter_allows_own_controller if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2284,6 +2422,12 @@ test_site_parameter_allows_own_controller if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2451,6 +2595,12 @@ test_site_parameter_message_lists_values if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2473,6 +2623,12 @@ test_site_parameter_message_lists_values if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2634,6 +2790,12 @@ test_parameters_omitted_use_defaults if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2656,6 +2818,12 @@ test_parameters_omitted_use_defaults if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2806,6 +2974,12 @@ test_audit_checks_value_only if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2828,6 +3002,12 @@ test_audit_checks_value_only if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3010,6 +3190,12 @@ test_delete_is_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3032,6 +3218,12 @@ test_delete_is_not_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},

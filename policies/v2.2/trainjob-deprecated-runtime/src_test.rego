@@ -95,6 +95,12 @@ test_references_deprecated_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -117,6 +123,12 @@ test_references_deprecated_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -257,6 +269,12 @@ test_references_supported_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -279,6 +297,12 @@ test_references_supported_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -425,6 +449,12 @@ test_training_runtime_not_warned if {
 																		{
 																			"image": "busybox",
 																			"name": "dataset-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/dataset",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -447,6 +477,12 @@ test_training_runtime_not_warned if {
 																		{
 																			"image": "busybox",
 																			"name": "model-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/model",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -605,6 +641,12 @@ test_update_warned if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -627,6 +669,12 @@ test_update_warned if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -754,6 +802,12 @@ test_audit_warned if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -776,6 +830,12 @@ test_audit_warned if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},

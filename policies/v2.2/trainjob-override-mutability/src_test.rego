@@ -109,6 +109,12 @@ test_create_is_never_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -131,6 +137,12 @@ test_create_is_never_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -372,6 +384,12 @@ test_unchanged_overrides_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -394,6 +412,12 @@ test_unchanged_overrides_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -606,6 +630,12 @@ test_absent_null_and_empty_are_equal if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -628,6 +658,12 @@ test_absent_null_and_empty_are_equal if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -841,6 +877,12 @@ test_null_equals_empty if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -863,6 +905,12 @@ test_null_equals_empty if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1114,6 +1162,12 @@ test_quantities_compare_by_value if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1136,6 +1190,12 @@ test_quantities_compare_by_value if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1385,6 +1445,12 @@ test_quantity_value_change_is_a_change if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1407,6 +1473,12 @@ test_quantity_value_change_is_a_change if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1660,6 +1732,12 @@ test_order_matters if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1682,6 +1760,12 @@ test_order_matters if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1885,6 +1969,12 @@ test_changed_while_not_suspended if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1907,6 +1997,12 @@ test_changed_while_not_suspended if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2111,6 +2207,12 @@ test_suspend_must_be_exactly_true if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2133,6 +2235,12 @@ test_suspend_must_be_exactly_true if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2338,6 +2446,12 @@ test_change_and_suspend_in_one_request if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2360,6 +2474,12 @@ test_change_and_suspend_in_one_request if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2565,6 +2685,12 @@ test_change_and_unsuspend_in_one_request if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2587,6 +2713,12 @@ test_change_and_unsuspend_in_one_request if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2792,6 +2924,12 @@ test_suspended_jobset_not_found if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2814,6 +2952,12 @@ test_suspended_jobset_not_found if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3019,6 +3163,12 @@ test_suspended_only_active_counts if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3041,6 +3191,12 @@ test_suspended_only_active_counts if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3282,6 +3438,12 @@ test_suspended_one_violation_per_active_job if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3304,6 +3466,12 @@ test_suspended_one_violation_per_active_job if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3522,6 +3690,12 @@ test_audit_has_no_transition if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3544,6 +3718,12 @@ test_audit_has_no_transition if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3755,6 +3935,12 @@ test_create_with_scheduling_gate if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3777,6 +3963,12 @@ test_create_with_scheduling_gate if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4004,6 +4196,12 @@ test_kueue_1_inject_gate_while_suspended if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4026,6 +4224,12 @@ test_kueue_1_inject_gate_while_suspended if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4266,6 +4470,12 @@ test_kueue_2_remove_gate_add_node_selector if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4288,6 +4498,12 @@ test_kueue_2_remove_gate_add_node_selector if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4526,6 +4742,12 @@ test_kueue_3_unsuspend if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4548,6 +4770,12 @@ test_kueue_3_unsuspend if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4785,6 +5013,12 @@ test_gate_change_while_jobset_active if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4807,6 +5041,12 @@ test_gate_change_while_jobset_active if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},

@@ -50,6 +50,12 @@ test_deprecated_runtime_created if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -72,6 +78,12 @@ test_deprecated_runtime_created if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -190,6 +202,12 @@ test_supported_runtime_created if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -212,6 +230,12 @@ test_supported_runtime_created if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -333,6 +357,12 @@ test_label_value_is_exact if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -355,6 +385,12 @@ test_label_value_is_exact if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -476,6 +512,12 @@ test_update_not_warned if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -498,6 +540,12 @@ test_update_not_warned if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -573,6 +621,12 @@ test_update_not_warned if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -595,6 +649,12 @@ test_update_not_warned if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -714,6 +774,12 @@ test_audit_warned if {
 															{
 																"image": "busybox",
 																"name": "dataset-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/dataset",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},
@@ -736,6 +802,12 @@ test_audit_warned if {
 															{
 																"image": "busybox",
 																"name": "model-initializer",
+																"volumeMounts": [
+																	{
+																		"mountPath": "/workspace/model",
+																		"name": "initializer",
+																	},
+																],
 															},
 														],
 													},

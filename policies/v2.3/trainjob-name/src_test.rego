@@ -92,6 +92,12 @@ test_valid_name if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -114,6 +120,12 @@ test_valid_name if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -254,6 +266,12 @@ test_longest_name if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -276,6 +294,12 @@ test_longest_name if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -416,6 +440,12 @@ test_name_too_long if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -438,6 +468,12 @@ test_name_too_long if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -578,6 +614,12 @@ test_name_with_dot if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -600,6 +642,12 @@ test_name_with_dot if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -740,6 +788,12 @@ test_name_starts_with_digit if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -762,6 +816,12 @@ test_name_starts_with_digit if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -902,6 +962,12 @@ test_name_too_long_and_invalid if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -924,6 +990,12 @@ test_name_too_long_and_invalid if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1078,6 +1150,12 @@ test_update_checked_from_v2_1 if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1100,6 +1178,12 @@ test_update_checked_from_v2_1 if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1224,6 +1308,12 @@ test_audit_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1246,6 +1336,12 @@ test_audit_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},

@@ -92,6 +92,12 @@ test_cluster_runtime_found if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -114,6 +120,12 @@ test_cluster_runtime_found if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -255,6 +267,12 @@ test_overrides_not_a_list if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -277,6 +295,12 @@ test_overrides_not_a_list if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -420,6 +444,12 @@ test_training_runtime_in_namespace if {
 																		{
 																			"image": "busybox",
 																			"name": "dataset-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/dataset",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -442,6 +472,12 @@ test_training_runtime_in_namespace if {
 																		{
 																			"image": "busybox",
 																			"name": "model-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/model",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -586,6 +622,12 @@ test_training_runtime_other_namespace if {
 																		{
 																			"image": "busybox",
 																			"name": "dataset-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/dataset",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -608,6 +650,12 @@ test_training_runtime_other_namespace if {
 																		{
 																			"image": "busybox",
 																			"name": "model-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/model",
+																					"name": "initializer",
+																				},
+																			],
 																		},
 																	],
 																},
@@ -749,6 +797,12 @@ test_cluster_runtime_not_found if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -771,6 +825,12 @@ test_cluster_runtime_not_found if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -969,6 +1029,12 @@ test_training_runtime_kind_not_synced if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -991,6 +1057,12 @@ test_training_runtime_kind_not_synced if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1133,6 +1205,12 @@ test_unsupported_runtime_kind if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1155,6 +1233,12 @@ test_unsupported_runtime_kind if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1297,6 +1381,12 @@ test_unsupported_runtime_empty_group if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1319,6 +1409,12 @@ test_unsupported_runtime_empty_group if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1460,6 +1556,12 @@ test_runtime_kind_is_case_sensitive if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1482,6 +1584,12 @@ test_runtime_kind_is_case_sensitive if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1641,6 +1749,12 @@ test_missing_runtime_stops_other_checks if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1663,6 +1777,12 @@ test_missing_runtime_stops_other_checks if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1714,7 +1834,7 @@ test_missing_runtime_stops_other_checks if {
 	result == {{"details": {"detail": "ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created"}}
 }
 
-# Dataset and model initializers with their jobs and containers.
+# Dataset and model initializers with their jobs and containers, each mounting the volume `initializer`.
 test_initializers_present if {
 	result := violation
 		with input as {
@@ -1811,6 +1931,12 @@ test_initializers_present if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -1833,6 +1959,12 @@ test_initializers_present if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2255,7 +2387,7 @@ test_initializer_containers_missing if {
 	result == {{"details": {"detail": "must have container with name - dataset-initializer in the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have container with name - dataset-initializer in the dataset-initializer job"}, {"details": {"detail": "must have container with name - model-initializer in the model-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have container with name - model-initializer in the model-initializer job"}}
 }
 
-# An initContainer named dataset-initializer satisfies the container check.
+# An initContainer named dataset-initializer satisfies the container check (v2.3 then asks for the volumeMount on a main container of that name: initializer_volume_mount_on_init_container).
 test_initializer_init_container_counts if {
 	result := violation
 		with input as {
@@ -2386,7 +2518,7 @@ test_initializer_init_container_counts if {
 				},
 			},
 		}
-	result == set()
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job"}}
 }
 
 # Overrides of existing jobs and containers (a container override may name an initContainer), env on a non-reserved container, empty env on node.
@@ -2539,6 +2671,12 @@ test_overrides_fit_the_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2561,6 +2699,12 @@ test_overrides_fit_the_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2717,6 +2861,12 @@ test_override_target_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2739,6 +2889,12 @@ test_override_target_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2913,6 +3069,12 @@ test_override_target_missing_with_containers if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -2935,6 +3097,12 @@ test_override_target_missing_with_containers if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3104,6 +3272,12 @@ test_override_container_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3126,6 +3300,12 @@ test_override_container_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3295,6 +3475,12 @@ test_override_init_container_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3317,6 +3503,12 @@ test_override_init_container_missing if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3524,6 +3716,12 @@ test_override_env_on_reserved_containers if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3546,6 +3744,12 @@ test_override_env_on_reserved_containers if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3722,6 +3926,12 @@ test_override_duplicate_target if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3744,6 +3954,12 @@ test_override_duplicate_target if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3914,6 +4130,12 @@ test_update_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -3936,6 +4158,12 @@ test_update_checked if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4060,6 +4288,12 @@ test_audit_reports_missing_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4082,6 +4316,12 @@ test_audit_reports_missing_runtime if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4307,6 +4547,12 @@ test_manager_domain_prefixed_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4329,6 +4575,12 @@ test_manager_domain_prefixed_allowed if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4485,6 +4737,12 @@ test_manager_without_path if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4507,6 +4765,12 @@ test_manager_without_path if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4663,6 +4927,12 @@ test_manager_empty_path if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4685,6 +4955,12 @@ test_manager_empty_path if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4841,6 +5117,12 @@ test_manager_host_not_subdomain if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -4863,6 +5145,12 @@ test_manager_host_not_subdomain if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5019,6 +5307,12 @@ test_manager_host_too_long if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5041,6 +5335,12 @@ test_manager_host_too_long if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5197,6 +5497,12 @@ test_manager_path_characters if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5219,6 +5525,12 @@ test_manager_path_characters if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5375,6 +5687,12 @@ test_manager_empty if {
 																	{
 																		"image": "busybox",
 																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5397,6 +5715,12 @@ test_manager_empty if {
 																	{
 																		"image": "busybox",
 																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
 																	},
 																],
 															},
@@ -5446,4 +5770,1267 @@ test_manager_empty if {
 			},
 		}
 	result == {{"details": {"detail": "", "field": "spec.runtimePatches.manager", "type": "Required"}, "msg": "spec.runtimePatches.manager: Required: "}}
+}
+
+# v2.3: both configured initializers' containers lack a volumeMount named `initializer`: one error each (earlier releases do not check mounts).
+test_initializer_volume_mounts_missing if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {
+								"storageUri": "hf://d",
+							},
+							"model": {
+								"storageUri": "hf://m",
+							},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "c99cb2cd-9747-5679-8941-77a5a02fcf11",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job"}, {"details": {"detail": "must have volumeMount with name - initializer in container model-initializer of the model-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container model-initializer of the model-initializer job"}}
+}
+
+# v2.3: a mount of another volume at the usual path does not count; the dataset initializer's mount is fine.
+test_initializer_volume_mount_other_name if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {
+								"storageUri": "hf://d",
+							},
+							"model": {
+								"storageUri": "hf://m",
+							},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "3e68f4ed-5670-58af-8e08-5eee88c3c063",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "model-cache",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container model-initializer of the model-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container model-initializer of the model-initializer job"}}
+}
+
+# v2.3: the mount must be on the container named like the job, not on a sidecar of that job.
+test_initializer_volume_mount_on_other_container if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "0a6314a9-eef1-502b-9071-2f579318a65a",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job"}}
+}
+
+# v2.3: an initContainer named dataset-initializer passes the container check, but upstream reads the mount from the main containers only, so its own mount does not count.
+test_initializer_volume_mount_on_init_container if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "db15e722-2e4f-5d5d-845a-fc4fa7376bc9",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "loader",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job"}}
+}
+
+# A runtime without initializer mounts is fine for a TrainJob that configures no initializer.
+test_initializer_volume_mount_not_needed if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "29210afe-7055-5363-819f-c2861cfe9569",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
+# An override of the initializer container that adds the mount: v2.3 validates the runtime template after merging the TrainJob's runtimePatches, so the mount counts.
+test_initializer_volume_mount_from_override if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {},
+						},
+						"runtimePatches": [
+							{
+								"manager": "example.com/site",
+								"trainingRuntimeSpec": {
+									"template": {
+										"spec": {
+											"replicatedJobs": [
+												{
+													"name": "dataset-initializer",
+													"template": {
+														"spec": {
+															"template": {
+																"spec": {
+																	"containers": [
+																		{
+																			"name": "dataset-initializer",
+																			"volumeMounts": [
+																				{
+																					"mountPath": "/workspace/dataset",
+																					"name": "initializer",
+																				},
+																			],
+																		},
+																	],
+																},
+															},
+														},
+													},
+												},
+											],
+										},
+									},
+								},
+							},
+						],
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "89971880-a2ed-5616-9150-6e33573af5f9",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
+# UPDATE is checked too.
+test_update_checks_initializer_volume_mount if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"model": {},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"oldObject": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"model": {},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"suspend": true,
+					},
+				},
+				"operation": "UPDATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "UpdateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "383bad86-3615-5d0b-b4e0-04ac922c87ba",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container model-initializer of the model-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container model-initializer of the model-initializer job"}}
+}
+
+# Audit reports a stored TrainJob whose runtime's initializer container lost its mount.
+test_audit_reports_initializer_volume_mount_missing if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"initializer": {
+							"dataset": {},
+						},
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "",
+				"options": null,
+				"resource": {
+					"group": "",
+					"resource": "",
+					"version": "",
+				},
+				"uid": "",
+				"userInfo": {},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == {{"details": {"detail": "must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job"}}
 }

@@ -56,7 +56,8 @@ messages are this project's renderings of the upstream check that produces it.
 Not replayed (no admission form, or no rule of this bundle covers it):
   - plugin cases with `info: nil` ("no action when info is nil"): the webhook always builds info.
   - post-v2.3 checks: DRA resourceClaims (runtime webhook and integration),
-    Flux numProcPerNode and flux-installer, the TrainingRuntime deprecation warning (first release unconfirmed).
+    the TrainingRuntime deprecation warning (first release unconfirmed); and checks no rule has yet (docs/upstream/
+    checks.md gaps P1-P5): Flux numProcPerNode and flux-installer, XGBoost reserved envs, Volcano queue/PriorityClass.
   - CRD OpenAPI schema checks without a rule here: storageUri patterns, command/args max length, negative
     terminationGracePeriodSeconds, mlPolicy one-of and mpiImplementation enum (test/integration/webhooks/
     trainingruntime_webhook_test.go), negative coscheduling timeout (clustertrainingruntime_webhook_test.go).

@@ -57,7 +57,8 @@ Not replayed (no admission form, or no rule of this bundle covers it):
   - plugin cases with `info: nil` ("no action when info is nil"): the webhook always builds info.
   - post-v2.3 checks: DRA resourceClaims (runtime webhook and integration),
     the TrainingRuntime deprecation warning (first release unconfirmed); and checks no rule has yet (docs/upstream/
-    checks.md gaps P1-P5): Flux numProcPerNode and flux-installer, XGBoost reserved envs, Volcano queue/PriorityClass.
+    checks.md gaps P1, P2, P4): Flux flux-installer, Volcano queue/PriorityClass. The XGBoost plugin's table is only
+    stored in a post-v2.3 copy; its reserved-env check is a catalog case of trainjob-ml-policy (checks.md P5).
   - CRD OpenAPI schema checks without a rule here: storageUri patterns, command/args max length, negative
     terminationGracePeriodSeconds, mlPolicy one-of and mpiImplementation enum (test/integration/webhooks/
     trainingruntime_webhook_test.go), negative coscheduling timeout (clustertrainingruntime_webhook_test.go).

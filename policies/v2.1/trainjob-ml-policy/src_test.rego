@@ -5136,3 +5136,747 @@ test_torchtune_immutable_args if {
 		}
 	result == set()
 }
+
+# An XGBoost TrainJob with its own envs.
+test_xgboost_plain_allowed if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "xgboost-distributed",
+						},
+						"trainer": {
+							"env": [
+								{
+									"name": "NTHREAD",
+									"value": "4",
+								},
+							],
+							"numNodes": 2,
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "a535ed38-e073-5ec8-82ff-7a9167100bc7",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"xgboost-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "xgboost-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"xgboost": {},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
+# v2.2+: each DMLC_* env the XGBoost plugin injects is Forbidden at its index (earlier releases have no XGBoost runtime).
+test_xgboost_reserved_envs if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "xgboost-distributed",
+						},
+						"trainer": {
+							"env": [
+								{
+									"name": "DMLC_NUM_WORKER",
+									"value": "8",
+								},
+								{
+									"name": "NTHREAD",
+									"value": "4",
+								},
+								{
+									"name": "DMLC_TASK_ID",
+								},
+							],
+							"numNodes": 2,
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "a7304b29-a1a5-57ec-973a-26a632c4a66a",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"xgboost-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "xgboost-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"xgboost": {},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
+# DMLC_* envs are only reserved on an XGBoost runtime.
+test_xgboost_reserved_envs_on_torch_runtime if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "torch-distributed",
+						},
+						"trainer": {
+							"env": [
+								{
+									"name": "DMLC_TRACKER_URI",
+									"value": "x",
+								},
+							],
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "e16a1796-9c7c-59f3-9e89-50531c457ecb",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"torch-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "torch-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"torch": {
+										"numProcPerNode": "auto",
+									},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}
+
+# v2.2+: DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_WORKER.
+test_xgboost_every_reserved_env if {
+	result := violation
+		with input as {
+			"parameters": {},
+			"review": {
+				"dryRun": false,
+				"kind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"name": "job",
+				"namespace": "team-a",
+				"object": {
+					"apiVersion": "trainer.kubeflow.org/v1alpha1",
+					"kind": "TrainJob",
+					"metadata": {
+						"name": "job",
+						"namespace": "team-a",
+					},
+					"spec": {
+						"runtimeRef": {
+							"name": "xgboost-distributed",
+						},
+						"trainer": {
+							"env": [
+								{
+									"name": "DMLC_TRACKER_URI",
+									"value": "1",
+								},
+								{
+									"name": "DMLC_TRACKER_PORT",
+									"value": "1",
+								},
+								{
+									"name": "DMLC_TASK_ID",
+									"value": "1",
+								},
+								{
+									"name": "DMLC_NUM_WORKER",
+									"value": "1",
+								},
+							],
+							"numNodes": 2,
+						},
+					},
+				},
+				"oldObject": null,
+				"operation": "CREATE",
+				"options": {
+					"apiVersion": "meta.k8s.io/v1",
+					"kind": "CreateOptions",
+				},
+				"requestKind": {
+					"group": "trainer.kubeflow.org",
+					"kind": "TrainJob",
+					"version": "v1alpha1",
+				},
+				"requestResource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"resource": {
+					"group": "trainer.kubeflow.org",
+					"resource": "trainjobs",
+					"version": "v1alpha1",
+				},
+				"uid": "bef60829-a17d-5082-8362-e34a7e447f44",
+				"userInfo": {
+					"username": "trainer-policy-review",
+				},
+			},
+		}
+		with data.inventory as {
+			"cluster": {
+				"trainer.kubeflow.org/v1alpha1": {
+					"ClusterTrainingRuntime": {
+						"xgboost-distributed": {
+							"apiVersion": "trainer.kubeflow.org/v1alpha1",
+							"kind": "ClusterTrainingRuntime",
+							"metadata": {
+								"name": "xgboost-distributed",
+							},
+							"spec": {
+								"mlPolicy": {
+									"numNodes": 1,
+									"xgboost": {},
+								},
+								"template": {
+									"spec": {
+										"replicatedJobs": [
+											{
+												"name": "dataset-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "dataset-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/dataset",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "model-initializer",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "model-initializer",
+																		"volumeMounts": [
+																			{
+																				"mountPath": "/workspace/model",
+																				"name": "initializer",
+																			},
+																		],
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+											{
+												"name": "node",
+												"template": {
+													"metadata": {
+														"labels": {
+															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
+														},
+													},
+													"spec": {
+														"template": {
+															"spec": {
+																"containers": [
+																	{
+																		"image": "busybox",
+																		"name": "node",
+																	},
+																	{
+																		"image": "busybox",
+																		"name": "sidecar",
+																	},
+																],
+																"initContainers": [
+																	{
+																		"image": "busybox",
+																		"name": "setup",
+																	},
+																],
+															},
+														},
+													},
+												},
+											},
+										],
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		}
+	result == set()
+}

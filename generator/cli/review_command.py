@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--profile",
         default=DEFAULT_PROFILE,
-        help="Trainer version profile: uses what `kubectl apply -k bundles/gatekeeper/<profile>` installs "
+        help="Trainer version profile: uses what bundles/gatekeeper/<profile>/templates and constraints install "
         "(default %(default)s)",
     )
     parser.add_argument(

@@ -17,15 +17,15 @@ from cryptography import x509
 from kubeflow_trainer_policy.cli.main import main
 from kubeflow_trainer_policy_provider.http_server import MAX_BODY_BYTES
 from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT
+from tests.kube.kubectl import kubectl
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 
 
 def render(path: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
-    assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
     out = subprocess.run(
-        ["kubectl", "kustomize", str(path)],
+        [kubectl(), "kustomize", str(path)],
         capture_output=True,
         text=True,
         check=True,

@@ -83,7 +83,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--health-port",
         type=int,
         metavar="PORT",
-        help="also serve /healthz, /readyz, /metrics over plain HTTP on this port (default: off)",
+        help="serve /healthz, /readyz and /metrics over plain HTTP on this port, and no longer on the HTTPS port "
+        "(default: off: the HTTPS port serves them)",
     )
     serve.add_argument(
         "--tls-cert", required=True, metavar="FILE", help="serving certificate (PEM); reloaded when it changes"

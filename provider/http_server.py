@@ -164,8 +164,11 @@ class ProviderHTTPServer:
         tls: ReloadingTLS | None,
         limits: Limits,
         is_ready: Callable[[], bool],
+        serve_probes: bool = True,
     ):
         self.provider_handler = handler
+        self.serve_probes = serve_probes
+        """False on the HTTPS port when a health port serves /healthz, /readyz and /metrics instead."""
         self.metrics = metrics
         self.logger = logger
         self.tls = tls
@@ -444,7 +447,9 @@ class _Connection(asyncio.Protocol):
         server = self.server
         path = head.path
         try:
-            if head.method == "GET" and path in PROBE_PATHS:
+            if path in PROBE_PATHS and not server.serve_probes:
+                self._system_error(head, 404, "not_found", f"{path} is served on the health port only")
+            elif head.method == "GET" and path in PROBE_PATHS:
                 self._probe(head, path)
             elif head.method == "POST" and server.provider_handler is not None and path not in PROBE_PATHS:
                 self._provider(head, body)

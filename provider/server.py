@@ -76,6 +76,9 @@ class ProviderServer:
                 self.tls,
                 config.limits,
                 self.is_ready,
+                # With a health port, /metrics and the probes live there only: the HTTPS port, which a
+                # NetworkPolicy opens to Gatekeeper alone, answers ProviderRequests and nothing else.
+                serve_probes=config.health_port is None,
             )
         ]
         if config.health_port is not None:

@@ -26,7 +26,7 @@ from kubeflow_trainer_policy.bundle.signing import (
     verify_files,
 )
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, gatekeeper_bundle_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,9 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--output-dir",
-        default=str(PROJECT_ROOT / "dist"),
+        default="dist",
         metavar="DIR",
-        help="folder for the tarballs, created if missing (default: %(default)s)",
+        help="folder for the tarballs, created if missing (default: %(default)s, in the current folder)",
     )
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
     build.add_argument(

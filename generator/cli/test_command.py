@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR
@@ -38,6 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fail when line coverage is below this percentage, 0 to 100; implies --coverage (default: none)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures only (default: every test)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "junit", "json"),
+        default="text",
+        help="report on stdout: text (each test, a table per folder, then `N passed, N failed`), junit (JUnit XML, "
+        "one testsuite per folder) or json; with junit and json the `N passed, N failed` line goes to stderr "
+        "(default %(default)s)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -52,11 +62,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--threshold", f"must be a percentage from 0 to 100, got {args.threshold}")
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
+    by_folder: list[tuple[Path, list[TestOutcome]]] = []
     for path, result in zip(paths, _run_folders(paths, coverage is not None), strict=True):
         folder_outcomes, folder_coverage, error = result
         if error is not None:
             raise InputError(*error)
         outcomes += folder_outcomes
+        by_folder.append((path, folder_outcomes))
         if coverage is not None and folder_coverage is not None:
             # Every profile has the same file names: the default run names them by their profile folder.
             prefix = "" if args.paths else f"{path.relative_to(POLICIES_DIR.parent).as_posix()}/"
@@ -72,16 +84,25 @@ def run(args: argparse.Namespace) -> int:
     if not outcomes:
         where = ", ".join(map(str, paths)) or "policies/, bundles/"
         raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
-    for outcome in outcomes:
-        if not outcome.passed:
-            print(f"FAIL {outcome.name}: {outcome.detail}")
-        elif not args.quiet:
-            print(f"PASS {outcome.name}")
     failed = sum(not o.passed for o in outcomes)
     status = EXIT_FAILED if failed else 0
+    if args.output == "junit":
+        print(_junit(by_folder), end="")
+    elif args.output == "json":
+        print(json.dumps(_json(by_folder, coverage), indent=2, sort_keys=True))
+    else:
+        for outcome in outcomes:
+            if not outcome.passed:
+                print(f"FAIL {outcome.name}: {outcome.detail}")
+            elif not args.quiet:
+                print(f"PASS {outcome.name}")
+        if len(by_folder) > 1 or not args.quiet:
+            print(_table(by_folder))
     if coverage is not None:
-        status = max(status, _report_coverage(coverage, args.threshold))
-    print(f"{len(outcomes) - failed} passed, {failed} failed")
+        status = max(
+            status, _report_coverage(coverage, args.threshold, sys.stdout if args.output == "text" else sys.stderr)
+        )
+    print(f"{len(outcomes) - failed} passed, {failed} failed", file=sys.stdout if args.output == "text" else sys.stderr)
     if failed:
         print(f"trainer-policy test: {failed} of {len(outcomes)} tests failed", file=sys.stderr)
     return status
@@ -124,14 +145,71 @@ def _default_paths() -> list[Path]:
     return [*profiles, *([BUNDLES_DIR] if BUNDLES_DIR.is_dir() else [])]
 
 
-def _report_coverage(coverage: Coverage, threshold: float | None) -> int:
+def _report_coverage(coverage: Coverage, threshold: float | None, out: TextIO) -> int:
     for name, (covered, total) in coverage.files().items():
         missing = coverage.missing_lines(name)
         suffix = f" (not covered: {', '.join(map(str, missing))})" if missing else ""
-        print(f"coverage {name}: {covered}/{total}{suffix}")
-    print(f"coverage total: {coverage.percent:.1f}%")
+        print(f"coverage {name}: {covered}/{total}{suffix}", file=out)
+    print(f"coverage total: {coverage.percent:.1f}%", file=out)
     if threshold is not None and coverage.percent < threshold:
-        print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%")
+        print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%", file=out)
         print(f"trainer-policy test: coverage {coverage.percent:.1f}% is below {threshold:.1f}%", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _split(name: str) -> tuple[str, str]:
+    """(classname, name): `data.pkg.test_x` -> (`data.pkg`, `test_x`); `suite.yaml:test/case` -> (`suite.yaml:test`,
+    `case`); anything else (a folder that did not load) stands alone."""
+    if name.startswith("data.") and "." in name[5:]:
+        head, _, tail = name.rpartition(".")
+        return head, tail
+    if ":" in name and "/" in name.rpartition(":")[2]:
+        head, _, tail = name.rpartition("/")
+        return head, tail
+    return name, name
+
+
+def _junit(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+    from kubeflow_trainer_policy.cli.reports import Case, Suite, junit_xml
+
+    suites = []
+    for folder, outcomes in by_folder:
+        cases = []
+        for outcome in outcomes:
+            classname, name = _split(outcome.name)
+            failure = None if outcome.passed else (outcome.detail or "failed")
+            cases.append(Case(classname=classname, name=name, failure=failure, detail=outcome.detail))
+        suites.append(Suite(_display(folder), cases))
+    return junit_xml("trainer-policy test", suites)
+
+
+def _json(by_folder: list[tuple[Path, list[TestOutcome]]], coverage: Coverage | None) -> dict[str, object]:
+    tests = [
+        {"folder": _display(folder), "name": o.name, "passed": o.passed, **({"detail": o.detail} if o.detail else {})}
+        for folder, outcomes in by_folder
+        for o in outcomes
+    ]
+    failed = sum(not t["passed"] for t in tests)
+    body: dict[str, object] = {"passed": len(tests) - failed, "failed": failed, "tests": tests}
+    if coverage is not None:
+        body["coverage"] = {"percent": round(coverage.percent, 2)}
+    return body
+
+
+def _table(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+    from kubeflow_trainer_policy.cli.reports import table
+
+    rows = []
+    for folder, outcomes in by_folder:
+        failed = sum(not o.passed for o in outcomes)
+        rows.append((_display(folder), str(len(outcomes) - failed), str(failed)))
+    return table(("FOLDER", "PASSED", "FAILED"), rows)
+
+
+def _display(folder: Path) -> str:
+    """A shipped folder by its place in the package or checkout (policies/v2.0), any other as given."""
+    try:
+        return folder.resolve().relative_to(POLICIES_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        return str(folder)

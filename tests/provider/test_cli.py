@@ -142,6 +142,11 @@ def test_provider_serve_process_and_review_over_https_with_mtls(
         assert 'provider_keys_total{outcome="value"} 2' in metrics
         # the plain health port never serves ProviderRequests
         assert plain.post(f"http://127.0.0.1:{health}/", json=provider_request([]), timeout=5).status_code == 405
+        # ...and with a health port, the HTTPS port (open to Gatekeeper alone) serves neither metrics nor probes
+        gatekeeper = session(str(pki / "ca.crt"))
+        gatekeeper.cert = (str(pki / "client-gatekeeper.crt"), str(pki / "client-gatekeeper.key"))
+        for path in ("metrics", "readyz", "healthz"):
+            assert gatekeeper.get(url + path, timeout=5).status_code == 404, path
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)

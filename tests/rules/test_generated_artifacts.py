@@ -7,7 +7,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from kubeflow_trainer_policy.render.docs import (
     rule_table,
 )
 from kubeflow_trainer_policy.render.tree import render_tree
+from tests.kube.kubectl import kubectl
 
 PROFILES = [p.name for p in generated_profiles()]
 GATEKEEPER = PROJECT_ROOT / "bundles" / "gatekeeper"
@@ -201,14 +201,22 @@ def _variants(profile: str) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kustomization_lists_existing_installable_objects(profile):
+    """Each install is two kustomizations, templates/ then constraints/ (gatekeeper-library's split: a rule
+    folder's kustomization is its template alone), and the install's own folder holds both."""
     for folder, rules in _variants(profile).items():
         root = PROJECT_ROOT / "bundles" / "gatekeeper" / folder
-        kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
-        listed = {Path(r).name for r in kustomization["resources"] if (root / r).is_dir()}
+        assert yaml.safe_load((root / "kustomization.yaml").read_text())["resources"] == ["templates", "constraints"]
+        templates = yaml.safe_load((root / "templates" / "kustomization.yaml").read_text())["resources"]
+        listed = {Path(r).name for r in templates if (root / "templates" / r).is_dir()}
         assert listed == rules, folder
+        constraints = yaml.safe_load((root / "constraints" / "kustomization.yaml").read_text())["resources"]
+        assert {Path(r).parent.name for r in constraints} == rules
+        assert all((root / "constraints" / r).is_dir() and Path(r).name == "constraint" for r in constraints)
         for rule in listed:
             inner = yaml.safe_load((GATEKEEPER / profile / rule / "kustomization.yaml").read_text())
-            assert inner["resources"] == ["template.yaml", "constraint.yaml"]
+            assert inner["resources"] == ["template.yaml"]
+            inner = yaml.safe_load((GATEKEEPER / profile / rule / "constraint" / "kustomization.yaml").read_text())
+            assert inner["resources"] == ["constraint.yaml"]
 
 
 def test_catalog_case_names_are_unique_identifiers():
@@ -241,33 +249,49 @@ def test_generate_one_profile_keeps_the_others():
     assert code == 0, out
 
 
+def _kustomize(folder: Path, tmp_path: Path) -> list[dict]:
+    out = subprocess.run(
+        [kubectl(), "kustomize", str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
-    """What `kubectl apply -k` sends for each install of the profile: every template and constraint once, labelled
-    with its install step, the SyncSet where JobSets are synced, and never a Provider."""
-    assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
+    """What `kubectl apply -k` sends for each install of the profile: templates/ holds every template once and the
+    SyncSet where JobSets are synced, constraints/ every constraint once, both with their Argo CD sync waves (and
+    no dry run for the constraints' kinds, which Gatekeeper creates), the folder itself both, never a Provider."""
     for folder, rules in _variants(profile).items():
-        out = subprocess.run(
-            ["kubectl", "kustomize", str(GATEKEEPER / folder)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
-        ).stdout
-        rendered = [doc for doc in yaml.safe_load_all(out) if doc]
-        kinds = sorted(doc["kind"] for doc in rendered)
-        assert kinds.count("ConstraintTemplate") == len(rules)
-        assert "Provider" not in kinds
-        syncsets = [d for d in rendered if d["kind"] == "SyncSet"]
+        templates = _kustomize(GATEKEEPER / folder / "templates", tmp_path)
+        assert sorted(d["kind"] for d in templates if d["kind"] != "SyncSet") == ["ConstraintTemplate"] * len(rules)
+        names = {r.id: r.template_name for r in load_catalog()}
+        assert sorted(d["metadata"]["name"] for d in templates if d["kind"] == "ConstraintTemplate") == sorted(
+            names[r] for r in rules
+        )
+        syncsets = [d for d in templates if d["kind"] == "SyncSet"]
         synced = {g["kind"] for d in syncsets for g in d["spec"]["gvks"]}
         assert len(syncsets) <= 1 and ("JobSet" in synced) == (not folder.endswith(EXTERNAL_DATA_VARIANT)), synced
-        constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
+        constraints = _kustomize(GATEKEEPER / folder / "constraints", tmp_path)
+        assert all(d["apiVersion"] == "constraints.gatekeeper.sh/v1beta1" for d in constraints)
         assert sorted(d["metadata"]["name"] for d in constraints) == sorted(rules)
-        assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)
-        steps = {d["kind"]: d["metadata"]["labels"]["trainer-policy.kubeflow.org/install-step"] for d in rendered}
-        assert steps.pop("ConstraintTemplate") == "templates"
-        assert steps.pop("SyncSet", "templates") == "templates"
-        assert set(steps.values()) == {"constraints"}, steps
+        for doc in templates:
+            assert doc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+        for doc in constraints:
+            annotations = doc["metadata"]["annotations"]
+            assert annotations["argocd.argoproj.io/sync-wave"] == "1"
+            assert annotations["argocd.argoproj.io/sync-options"] == "SkipDryRunOnMissingResource=true"
+        both = _kustomize(GATEKEEPER / folder, tmp_path)
+
+        def key(doc: dict) -> tuple[str, str]:
+            return doc["kind"], doc["metadata"]["name"]
+
+        assert sorted(both, key=key) == sorted(templates + constraints, key=key)
+        assert "Provider" not in {d["kind"] for d in both}
+        assert len({(d["kind"], d["metadata"]["name"]) for d in both}) == len(both)
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -5,248 +5,151 @@ package trainertrainjoboverridemutabilityexternaldata
 
 # CREATE is never checked, even unsuspended with an active JobSet.
 test_create_is_never_checked if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -255,279 +158,168 @@ test_create_is_never_checked if {
 
 # Overrides unchanged: allowed whatever else or the JobSet state.
 test_unchanged_overrides_allowed if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -536,250 +328,159 @@ test_unchanged_overrides_allowed if {
 
 # An absent list, null and [] are equal.
 test_absent_null_and_empty_are_equal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "11cba620-376e-5291-a31b-c66b9b6232d8",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "11cba620-376e-5291-a31b-c66b9b6232d8",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#11cba620-376e-5291-a31b-c66b9b6232d8",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#11cba620-376e-5291-a31b-c66b9b6232d8",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -788,251 +489,160 @@ test_absent_null_and_empty_are_equal if {
 
 # null and [] are equal.
 test_null_equals_empty if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": null,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "c2d9da17-6f28-51f4-a0d1-fce6ad170480",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": null,
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c2d9da17-6f28-51f4-a0d1-fce6ad170480",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#c2d9da17-6f28-51f4-a0d1-fce6ad170480",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#c2d9da17-6f28-51f4-a0d1-fce6ad170480",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -1041,289 +651,178 @@ test_null_equals_empty if {
 
 # 1 == 1000m and 1Gi == 1024Mi: no change.
 test_quantities_compare_by_value if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1000m",
-												"memory": "1024Mi",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1",
-												"memory": "1Gi",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bb41994b-ff1a-591e-aff5-1597d6189272",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {
+								"cpu": "1000m",
+								"memory": "1024Mi",
+							}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {
+								"cpu": "1",
+								"memory": "1Gi",
+							}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bb41994b-ff1a-591e-aff5-1597d6189272",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#bb41994b-ff1a-591e-aff5-1597d6189272",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#bb41994b-ff1a-591e-aff5-1597d6189272",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -1332,287 +831,172 @@ test_quantities_compare_by_value if {
 
 # 2 != 1000m: a change, refused while running unsuspended.
 test_quantity_value_change_is_a_change if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "2",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1000m",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "3f6a6d03-44e9-503d-a322-0f23026f8b5c",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {"cpu": "2"}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {"cpu": "1000m"}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "3f6a6d03-44e9-503d-a322-0f23026f8b5c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#3f6a6d03-44e9-503d-a322-0f23026f8b5c",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#3f6a6d03-44e9-503d-a322-0f23026f8b5c",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -1621,253 +1005,150 @@ test_quantity_value_change_is_a_change if {
 
 # The list is atomic: reordering entries is a change.
 test_order_matters if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [
+						{"targetJobs": [{"name": "launcher"}]},
+						{
+							"schedulingGates": [{"name": "a"}],
+							"targetJobs": [{"name": "node"}],
+						},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [
+						{
+							"schedulingGates": [{"name": "a"}],
+							"targetJobs": [{"name": "node"}],
+						},
+						{"targetJobs": [{"name": "launcher"}]},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5588b844-a0db-5f86-adab-21912b097e26",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"targetJobs": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "launcher",
-									},
-								],
-							},
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-							{
-								"targetJobs": [
-									{
-										"name": "launcher",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5588b844-a0db-5f86-adab-21912b097e26",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#5588b844-a0db-5f86-adab-21912b097e26",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#5588b844-a0db-5f86-adab-21912b097e26",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -1876,239 +1157,144 @@ test_order_matters if {
 
 # Changed without suspend: Forbidden (the JobSet is not consulted).
 test_changed_while_not_suspended if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bdb40a78-e9f3-5892-8108-a748b5e70670",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bdb40a78-e9f3-5892-8108-a748b5e70670",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#bdb40a78-e9f3-5892-8108-a748b5e70670",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#bdb40a78-e9f3-5892-8108-a748b5e70670",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -2117,240 +1303,145 @@ test_changed_while_not_suspended if {
 
 # suspend: "true" (a string) is not suspended.
 test_suspend_must_be_exactly_true if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": "true",
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": "true",
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -2359,241 +1450,146 @@ test_suspend_must_be_exactly_true if {
 
 # Changing overrides and suspending in one request passes.
 test_change_and_suspend_in_one_request if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "54cef028-f3f9-546d-85d9-5a44f497bfe2",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "54cef028-f3f9-546d-85d9-5a44f497bfe2",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#54cef028-f3f9-546d-85d9-5a44f497bfe2",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#54cef028-f3f9-546d-85d9-5a44f497bfe2",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -2602,241 +1598,146 @@ test_change_and_suspend_in_one_request if {
 
 # Changing overrides and unsuspending in one request: denied in v2.0 (new object only); allowed from v2.3 (old object suspended) while the JobSet does not exist.
 test_change_and_unsuspend_in_one_request if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -2845,241 +1746,146 @@ test_change_and_unsuspend_in_one_request if {
 
 # A JobSet that does not exist is inactive.
 test_suspended_jobset_not_found if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -3088,277 +1894,168 @@ test_suspended_jobset_not_found if {
 
 # ready, succeeded, failed and suspended are ignored; active 0 passes.
 test_suspended_only_active_counts if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#76b15898-229f-5b5c-9b8b-acfb60bd2050",
-					{
-						"activeReplicatedJobs": [],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#76b15898-229f-5b5c-9b8b-acfb60bd2050",
+				{
+					"activeReplicatedJobs": [],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -3367,304 +2064,199 @@ test_suspended_only_active_counts if {
 
 # One Forbidden per active replicated job, in status order.
 test_suspended_one_violation_per_active_job if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "dataset-initializer",
-											"replicas": 1,
-										},
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-										{
-											"name": "launcher",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 0,
-											"name": "dataset-initializer",
-											"ready": 0,
-											"succeeded": 1,
-											"suspended": 0,
-										},
-										{
-											"active": 4,
-											"failed": 0,
-											"name": "node",
-											"ready": 0,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-										{
-											"active": 1,
-											"failed": 0,
-											"name": "launcher",
-											"ready": 0,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"replicas": 1,
+					},
+					{
+						"name": "node",
+						"replicas": 1,
+					},
+					{
+						"name": "launcher",
+						"replicas": 1,
+					},
+				]},
+				"status": {"replicatedJobsStatus": [
+					{
+						"active": 0,
+						"failed": 0,
+						"name": "dataset-initializer",
+						"ready": 0,
+						"succeeded": 1,
+						"suspended": 0,
+					},
+					{
+						"active": 4,
+						"failed": 0,
+						"name": "node",
+						"ready": 0,
+						"succeeded": 0,
+						"suspended": 0,
+					},
+					{
+						"active": 1,
+						"failed": 0,
+						"name": "launcher",
+						"ready": 0,
+						"succeeded": 0,
+						"suspended": 0,
+					},
+				]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
-					{
-						"activeReplicatedJobs": [
-							"node",
-							"launcher",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
+				{
+					"activeReplicatedJobs": [
+						"node",
+						"launcher",
+					],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -3673,232 +2265,137 @@ test_suspended_one_violation_per_active_job if {
 
 # Audit (no operation, no oldObject): the transition rule does not fire.
 test_audit_has_no_transition if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
 			},
-		}
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#629add18-3c48-53ad-ad42-b5e5ddaf6367",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#629add18-3c48-53ad-ad42-b5e5ddaf6367",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -3907,249 +2404,152 @@ test_audit_has_no_transition if {
 
 # B: schedulingGates are set freely at CREATE.
 test_create_with_scheduling_gate if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "97df7b02-5887-51b2-8a1a-4a920c18d79b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "97df7b02-5887-51b2-8a1a-4a920c18d79b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#97df7b02-5887-51b2-8a1a-4a920c18d79b",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#97df7b02-5887-51b2-8a1a-4a920c18d79b",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -4158,263 +2558,164 @@ test_create_with_scheduling_gate if {
 
 # B: Kueue injects its gate while the TrainJob is suspended.
 test_kueue_1_inject_gate_while_suspended if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "d4b9d243-bbff-57d4-80fd-ca05752b27f7",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "d4b9d243-bbff-57d4-80fd-ca05752b27f7",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#d4b9d243-bbff-57d4-80fd-ca05752b27f7",
-					{
-						"activeReplicatedJobs": [],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#d4b9d243-bbff-57d4-80fd-ca05752b27f7",
+				{
+					"activeReplicatedJobs": [],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -4423,276 +2724,169 @@ test_kueue_1_inject_gate_while_suspended if {
 
 # B: Kueue removes the gate and injects a nodeSelector.
 test_kueue_2_remove_gate_add_node_selector if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "573e80b6-eac7-5ead-8933-ea8045ab7a46",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "573e80b6-eac7-5ead-8933-ea8045ab7a46",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#573e80b6-eac7-5ead-8933-ea8045ab7a46",
-					{
-						"activeReplicatedJobs": [],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#573e80b6-eac7-5ead-8933-ea8045ab7a46",
+				{
+					"activeReplicatedJobs": [],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -4701,274 +2895,169 @@ test_kueue_2_remove_gate_add_node_selector if {
 
 # B: Kueue unsuspends; the overrides do not change.
 test_kueue_3_unsuspend if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "145248e9-c23c-5946-97e8-35b57e15148e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "145248e9-c23c-5946-97e8-35b57e15148e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#145248e9-c23c-5946-97e8-35b57e15148e",
-					{
-						"activeReplicatedJobs": [],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#145248e9-c23c-5946-97e8-35b57e15148e",
+				{
+					"activeReplicatedJobs": [],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -4977,275 +3066,168 @@ test_kueue_3_unsuspend if {
 
 # B: a schedulingGates change while the JobSet runs is refused.
 test_gate_change_while_jobset_active if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -5254,277 +3236,168 @@ test_gate_change_while_jobset_active if {
 
 # A Constraint without parameters: external data, default provider.
 test_parameters_omitted_use_defaults if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#7e7f3ab1-7998-5a85-b12e-09fb46c01667",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#7e7f3ab1-7998-5a85-b12e-09fb46c01667",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -5533,230 +3406,137 @@ test_parameters_omitted_use_defaults if {
 
 # The provider is down: fail closed with Internal.
 test_provider_system_error_is_internal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a1b8cf59-2f23-5fb9-b61e-78ef3a13f47a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a1b8cf59-2f23-5fb9-b61e-78ef3a13f47a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": null,
 			"responses": null,
@@ -5768,237 +3548,142 @@ test_provider_system_error_is_internal if {
 
 # A per-key error (API failure): Internal naming the error.
 test_provider_key_error_is_internal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "2a73f91d-1a5e-59fb-bfda-f51b95d0cd00",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "2a73f91d-1a5e-59fb-bfda-f51b95d0cd00",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
-			"errors": [
-				[
-					"team-a/job#2a73f91d-1a5e-59fb-bfda-f51b95d0cd00",
-					"jobsets.jobset.x-k8s.io is forbidden",
-				],
-			],
+			"errors": [[
+				"team-a/job#2a73f91d-1a5e-59fb-bfda-f51b95d0cd00",
+				"jobsets.jobset.x-k8s.io is forbidden",
+			]],
 			"responses": [],
 			"status_code": 200,
 			"system_error": "",
@@ -6008,230 +3693,137 @@ test_provider_key_error_is_internal if {
 
 # A key the provider did not answer: Internal.
 test_provider_no_answer_is_internal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "82926be2-be58-5248-8c32-79cf5ba972cb",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "82926be2-be58-5248-8c32-79cf5ba972cb",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
 			"responses": [],
@@ -6243,230 +3835,137 @@ test_provider_no_answer_is_internal if {
 
 # Two different answers for the key (a misbehaving provider): Internal, never an evaluation error.
 test_provider_duplicate_answers_are_internal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "aaae181d-d56b-5686-bec5-324c5f5951ce",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "aaae181d-d56b-5686-bec5-324c5f5951ce",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
 			"responses": [
@@ -6480,9 +3979,7 @@ test_provider_duplicate_answers_are_internal if {
 				[
 					"team-a/job#aaae181d-d56b-5686-bec5-324c5f5951ce",
 					{
-						"activeReplicatedJobs": [
-							"node",
-						],
+						"activeReplicatedJobs": ["node"],
 						"found": true,
 					},
 				],
@@ -6495,238 +3992,143 @@ test_provider_duplicate_answers_are_internal if {
 
 # A value not in the provider's contract: Internal.
 test_provider_unexpected_value_is_internal if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "90e96b05-e336-58a4-8499-0707c70e8375",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "90e96b05-e336-58a4-8499-0707c70e8375",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#90e96b05-e336-58a4-8499-0707c70e8375",
-					"yes",
-				],
-			],
+			"responses": [[
+				"team-a/job#90e96b05-e336-58a4-8499-0707c70e8375",
+				"yes",
+			]],
 			"status_code": 200,
 			"system_error": "",
 		}
@@ -6735,243 +4137,146 @@ test_provider_unexpected_value_is_internal if {
 
 # A cached answer (status_code 0) is still an answer.
 test_cached_answer_status_code_zero_active if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0a0d38a7-fc3a-5c85-99e5-a2ed7d938b24",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0a0d38a7-fc3a-5c85-99e5-a2ed7d938b24",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#0a0d38a7-fc3a-5c85-99e5-a2ed7d938b24",
-					{
-						"activeReplicatedJobs": [
-							"node",
-						],
-						"found": true,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#0a0d38a7-fc3a-5c85-99e5-a2ed7d938b24",
+				{
+					"activeReplicatedJobs": ["node"],
+					"found": true,
+				},
+			]],
 			"status_code": 0,
 			"system_error": "",
 		}
@@ -6980,241 +4285,146 @@ test_cached_answer_status_code_zero_active if {
 
 # A cached 'not found' (status_code 0): allowed.
 test_cached_answer_status_code_zero_not_found if {
-	result := violation
-		with input as {
-			"parameters": {
-				"providerName": "trainer-jobset-provider",
+	result := violation with input as {
+		"parameters": {"providerName": "trainer-jobset-provider"},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podTemplateOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "3fa593c2-a240-53e7-8739-a0f78c2c17ae",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
 					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podTemplateOverrides": [
-							{
-								"schedulingGates": [
 									{
-										"name": "a",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "3fa593c2-a240-53e7-8739-a0f78c2c17ae",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 		with external_data as {
 			"errors": [],
-			"responses": [
-				[
-					"team-a/job#3fa593c2-a240-53e7-8739-a0f78c2c17ae",
-					{
-						"activeReplicatedJobs": [],
-						"found": false,
-					},
-				],
-			],
+			"responses": [[
+				"team-a/job#3fa593c2-a240-53e7-8739-a0f78c2c17ae",
+				{
+					"activeReplicatedJobs": [],
+					"found": false,
+				},
+			]],
 			"status_code": 0,
 			"system_error": "",
 		}

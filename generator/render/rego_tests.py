@@ -10,6 +10,10 @@ from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
 
+PROVIDER_FETCH = "data.lib.trainer.jobset_provider.fetch"
+"""The function that makes the one external_data call: the tests replace it, never the builtin, so they run on any
+OPA that knows external_data's signature (`opa test --capabilities`), Gatekeeper's implementation or not."""
+
 
 def _rego(value: Any) -> str:
     """A JSON value as a one-line Rego term (JSON is valid Rego); deterministic key order."""
@@ -53,7 +57,7 @@ def _rule_test(rule: Rule, case: Case) -> str:
         mocks.append(f"\t\twith data.inventory as {_block(requests.inventory(case), 2)}")
     for provider in rule.data.external_data_providers[:1]:
         answer = requests.external_data_answer(case, provider)
-        mocks.append(f"\t\twith external_data as {_block(answer, 2)}")
+        mocks.append(f"\t\twith {PROVIDER_FETCH} as {_block(answer, 2)}")
     return (
         f"# {' '.join(case.description.split())}\n"
         f"test_{case.name} if {{\n"

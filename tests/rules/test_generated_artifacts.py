@@ -155,19 +155,25 @@ def test_constraint_templates(profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_what_is_unit_tested_is_what_ships(profile):
-    """policies/<profile>/ holds the profile's modules and libs, byte for byte the templates' code."""
-    policies = PROJECT_ROOT / "policies" / profile
+    """policies/<profile>/ and policies/external-data/<profile>/ hold the profile's modules and libs, byte for
+    byte the templates' code; only the external-data variant's folder has a module calling external_data."""
+    roots = [PROJECT_ROOT / "policies" / profile, PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT / profile]
+    libs = {p.read_text() for root in roots for p in (root / "lib").rglob("*.rego") if "_test" not in p.name}
     for path, template in _templates(profile):
         source = template["spec"]["targets"][0]["code"][0]["source"]
-        rule_dir = policies / path.parent.name
+        [rule_dir] = [root / path.parent.name for root in roots if (root / path.parent.name).is_dir()]
         assert (rule_dir / "src.rego").read_text() == source["rego"]
         assert (rule_dir / "src_test.rego").is_file()
-        libs = {p.read_text() for p in (policies / "lib").rglob("*.rego") if "_test" not in p.name}
         assert source["libs"] and set(source["libs"]) <= libs
+        calls = any("external_data(" in module for module in [source["rego"], *source["libs"]])
+        assert calls == (rule_dir.parent == roots[1]), rule_dir
+    assert not [p for p in roots[0].rglob("*.rego") if "external_data(" in p.read_text()]
 
 
 def test_policies_hold_one_folder_per_shipped_profile():
-    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted(PROFILES)
+    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted([*PROFILES, EXTERNAL_DATA_VARIANT])
+    variant = PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT
+    assert sorted(p.name for p in variant.iterdir()) == sorted([*PROFILES, "capabilities.json"])
 
 
 def test_rego_references_and_violation_builder():

@@ -14,7 +14,13 @@ def run_opa(
 ) -> subprocess.CompletedProcess[str]:
     """`opa ARGS...`; with check, a non-zero exit raises OpaError with its stderr."""
     result = subprocess.run(
-        [str(opa_binary()), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
+        [str(opa_binary()), *map(str, args)],
+        stdin=subprocess.DEVNULL,  # `opa run` without --server reads its REPL from stdin: end it at once
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
     )
     if check and result.returncode != 0:
         raise OpaError(args, result)

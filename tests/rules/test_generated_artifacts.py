@@ -17,9 +17,9 @@ import yaml
 
 from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.cli.main import main
-from kubeflow_trainer_policy.engine.rego_ast import RegoParser
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.lint.modules import Module, data_ref_errors, load_groups
+from kubeflow_trainer_policy.lint.modules import Module, policy_modules, template_modules
+from kubeflow_trainer_policy.lint.rules import gatekeeper_data_reference, lint_modules
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
 from kubeflow_trainer_policy.render.docs import (
@@ -179,20 +179,18 @@ def test_policies_hold_one_folder_per_shipped_profile():
 def test_rego_references_and_violation_builder():
     """Every emitted module (policies/<profile>/ and every template's rego and libs) reads only what
     Gatekeeper allows, and builds violations only through lib.trainer.violations."""
-    parser = RegoParser()
-    groups = load_groups(PROJECT_ROOT)
-    assert {g.name for g in groups} >= {f"policies/{p}" for p in PROFILES}
-    for group in groups:
-        assert data_ref_errors(list(group.modules), parser) == [], group.name
-        for module in group.modules:
-            if not module.test and "package lib.trainer.violations" not in module.text:
-                assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
+    modules = policy_modules(PROJECT_ROOT) + template_modules(PROJECT_ROOT)
+    assert {m.path.split("/")[1] for m in modules if m.path.startswith("policies/")} >= set(PROFILES)
+    assert [str(v) for v in lint_modules(modules) if v.rule == "gatekeeper/data-reference"] == []
+    for module in modules:
+        if not module.test and "package lib.trainer.violations" not in module.text:
+            assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
 
 
 def test_data_refs_outside_inventory_and_lib_are_reported():
-    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False)
-    (error,) = data_ref_errors([module], RegoParser())
-    assert "bad.rego: data.kubernetes.pods" in error
+    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False, template=True)
+    (error,) = gatekeeper_data_reference.check(module)
+    assert str(error).startswith("bad.rego:3: gatekeeper/data-reference: data.kubernetes.pods")
 
 
 def _variants(profile: str) -> dict[str, set[str]]:

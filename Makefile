@@ -31,8 +31,10 @@ build: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-## test: the whole pytest suite (real OPA engine, real TLS, real kube-apiserver).
+## test: the whole pytest suite (real OPA engine and tools/opa, real TLS, real kube-apiserver). The OPA toolchain
+## is built (or reused) first, so its one-time build shows its progress here rather than inside a test.
 test: install
+	$(BIN)/python -m kubeflow_trainer_policy.opa.toolchain
 	$(BIN)/python -m pytest
 
 lint: install

@@ -93,8 +93,8 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_built() -> Path:
-    cache = cache_dir()
+def ensure_built(cache: Path | None = None, pins: Path = PINS) -> Path:
+    cache = cache or cache_dir()
     binary = cache / "bin" / f"opa-{source_key()}"
     if _works(binary):
         return binary
@@ -102,7 +102,7 @@ def ensure_built() -> Path:
         if _works(binary):
             return binary
         try:
-            Builder(cache).build(binary)
+            Builder(cache, pins).build(binary)
         except ArchiveError as exc:
             raise ToolchainError(f"cannot build the OPA tool from Debian: {exc}; {HOW_TO_OVERRIDE}") from exc
     return binary
@@ -111,16 +111,17 @@ def ensure_built() -> Path:
 class Builder:
     """Fetches the pinned packages and the import closure of tools/opa into cache/root, and builds it."""
 
-    def __init__(self, cache: Path):
+    def __init__(self, cache: Path, pins: Path = PINS):
         self.cache = cache
-        self.pins = json.loads(PINS.read_text())
+        self.pins_file = pins
+        self.pins = json.loads(pins.read_text())
         self.root = cache / "root"
         self.state_file = cache / "root.json"
         self.apt = PrivateApt(cache / "apt", self.pins["suite"], os.environ.get("KTP_DEBIAN_MIRROR") or find_mirror())
         self.state = self._load_state()
 
     def _pins_digest(self) -> str:
-        return hashlib.sha256(PINS.read_bytes()).hexdigest()
+        return hashlib.sha256(self.pins_file.read_bytes()).hexdigest()
 
     def _load_state(self) -> dict:
         """{"pins": digest, "packages": {name: {"version": v, "dirs": [import paths]}}}; reset when the pins change."""
@@ -136,17 +137,22 @@ class Builder:
         tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
         tmp.replace(self.state_file)
 
-    def fetch(self, package: str, prefix: str = "") -> None:
-        if package in self.state["packages"]:
-            return
+    def candidate(self, package: str, prefix: str = "") -> str:
+        """The archive's version of the package, which must start with the pinned prefix."""
         version = self.apt.show(package).get("Version", "")
         if not version:
-            raise ArchiveError(f"Debian {self.pins['suite']} has no package {package}")
+            raise ArchiveError(f"Debian {self.pins['suite']} has no package {package} (the archive has moved)")
         if prefix and not version.startswith(prefix):
             raise ArchiveError(
                 f"Debian {self.pins['suite']} has {package} {version}, not the pinned {prefix.rstrip('-.+')}* "
                 "(the archive has moved)"
             )
+        return version
+
+    def fetch(self, package: str, prefix: str = "") -> None:
+        if package in self.state["packages"]:
+            return
+        version = self.candidate(package, prefix)
         log(f"fetch {package} {version}")
         names = self.apt.fetch(package, version, self.root)
         dirs = sorted(
@@ -284,7 +290,10 @@ class Builder:
         )
 
     def build(self, binary: Path) -> None:
-        opa = self.pins["opa"]
+        opa, go = self.pins["opa"], self.pins["go"]
+        for pin in (opa, go):  # before any download: the pins still hold
+            if pin["package"] not in self.state["packages"]:
+                self.candidate(pin["package"], pin["version"])
         goroot = self.goroot()
         self.fetch(opa["package"], opa["version"])
         env = self.go_env(goroot)

@@ -14,7 +14,8 @@ from kubeflow_trainer_policy.errors import EngineError
 from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
 
 NO_PROVIDER = (
-    "external_data is not available in Rego unit tests: mock it with `with external_data as <function or value>`"
+    "external_data is not available in Rego unit tests: replace the function that calls it "
+    "(`with data.lib.trainer.jobset_provider.fetch as <value>`), as OPA's own `opa test` needs"
 )
 
 

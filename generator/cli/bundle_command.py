@@ -9,9 +9,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from kubeflow_trainer_policy.bundle.activation import activation_problems
 from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
 from kubeflow_trainer_policy.bundle.build import SIGNATURES, build_bundle
-from kubeflow_trainer_policy.bundle.check import bundle_problems
 from kubeflow_trainer_policy.bundle.oci import RegistryError, RegistryOptions, pull, push
 from kubeflow_trainer_policy.bundle.server import bundle_files, make_server, server_url
 from kubeflow_trainer_policy.bundle.signing import (
@@ -82,9 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = verbs.add_parser(
         "verify",
-        help="check a bundle would activate (and its signature, given a key)",
-        description="Check manifest, roots and that the Rego compiles; with "
-        "--verification-key also the signature of every file.",
+        help="check that OPA activates a bundle (and its signature, given a key)",
+        description="Activate the bundle in the real OPA (`opa run --bundle`: tools/opa, or $TRAINER_POLICY_OPA) "
+        "as OPA's runtime would: manifest, roots, data and Rego compiled together; with --verification-key also "
+        "the signature of every file, checked here and by OPA.",
     )
     verify.add_argument("bundle", metavar="BUNDLE.tar.gz")
     verify.add_argument(
@@ -196,7 +197,7 @@ def run_build(args: argparse.Namespace) -> int:
     for profile in args.profile or known:  # every bundle is built and checked before any is written
         source = Path(args.constraints) if args.constraints else gatekeeper_bundle_dir(profile)
         content = build_bundle(source, profile, _version(), args.revision)
-        problems = bundle_problems(content.files)
+        problems = activation_problems(content.files)
         if problems:
             raise InputError(str(source), f"the bundle would not activate: {problems[0]}")
         built.append((output_dir / f"kubeflow-trainer-policy-{profile}.tar.gz", content))
@@ -240,12 +241,14 @@ def run_verify(args: argparse.Namespace) -> int:
         except KeyFileError as exc:
             raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
     files = read_archive(Path(args.bundle))
-    problems = bundle_problems(files)
+    problems = []
     if public_pem is not None:
         try:
             verify_files(files, public_pem, args.key_id, args.scope)
         except SignatureError as exc:
             problems.append(f"signature: {exc}")
+    key_file = Path(args.verification_key) if args.verification_key else None
+    problems += activation_problems(files, key_file, args.key_id, args.scope)
     for problem in problems:
         print(f"{args.bundle}: {problem}", file=sys.stderr)
     if problems:
@@ -278,7 +281,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_push(args: argparse.Namespace) -> int:
     path = Path(args.bundle)
     files = read_archive(path)
-    problems = bundle_problems(files)
+    problems = activation_problems(files)
     if problems:
         raise InputError(args.bundle, f"not a bundle OPA would activate: {problems[0]}")
     try:
@@ -303,7 +306,7 @@ def run_pull(args: argparse.Namespace) -> int:
     partial.write_bytes(result.content)
     try:
         files = read_archive(partial)
-        problems = bundle_problems(files)
+        problems = []
         if args.verification_key:
             try:
                 verify_files(files, _read_key(args.verification_key), args.key_id, args.scope)
@@ -311,6 +314,8 @@ def run_pull(args: argparse.Namespace) -> int:
                 problems.append(f"signature: {exc}")
             except ValueError as exc:
                 raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
+        key_file = Path(args.verification_key) if args.verification_key else None
+        problems += activation_problems(files, key_file, args.key_id, args.scope)
         if problems:
             raise InputError(args.reference, f"the pulled bundle is refused: {problems[0]}")
         partial.replace(output)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, EXTERNAL_DATA_VARIANT, POLICIES_DIR
 
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
@@ -21,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the Rego unit tests and gator suites on the engine",
         description=(
             "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders "
-            "(default: each profile's policies/<profile>/, one engine per profile as `opa test policies/<profile>`, "
-            "and bundles/). Ends with a line `N passed, N failed`."
+            "(default: each profile's policies/<profile>/ with its external-data variant "
+            "policies/external-data/<profile>/, one engine per profile, and bundles/). Each PATH loads into an "
+            "engine of its own. Ends with a line `N passed, N failed`."
         ),
     )
     parser.add_argument(
@@ -54,7 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.testing.outcome import Coverage
 
-    paths = [Path(p) for p in args.paths] or _default_paths()
+    # Each group loads into one engine: a PATH alone, or by default a profile with its external-data variant.
+    groups = [(Path(p),) for p in args.paths] or _default_groups()
+    paths = [path for group in groups for path in group]
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")
@@ -63,21 +66,18 @@ def run(args: argparse.Namespace) -> int:
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
     by_folder: list[tuple[Path, list[TestOutcome]]] = []
-    for path, result in zip(paths, _run_folders(paths, coverage is not None), strict=True):
+    # Every profile has the same file names: the default run names them from the project root.
+    base = None if args.paths else POLICIES_DIR.parent
+    for group, result in zip(groups, _run_folders(groups, coverage is not None, base), strict=True):
         folder_outcomes, folder_coverage, error = result
         if error is not None:
             raise InputError(*error)
         outcomes += folder_outcomes
-        by_folder.append((path, folder_outcomes))
+        by_folder.append((group[0], folder_outcomes))
         if coverage is not None and folder_coverage is not None:
-            # Every profile has the same file names: the default run names them by their profile folder.
-            prefix = "" if args.paths else f"{path.relative_to(POLICIES_DIR.parent).as_posix()}/"
             coverage.add(
                 {
-                    prefix + name: (
-                        folder_coverage.covered.get(name, set()),
-                        folder_coverage.not_covered.get(name, set()),
-                    )
+                    name: (folder_coverage.covered.get(name, set()), folder_coverage.not_covered.get(name, set()))
                     for name in folder_coverage.files()
                 }
             )
@@ -112,37 +112,46 @@ FolderResult = tuple[list["TestOutcome"], "Coverage | None", tuple[str, str, str
 """A folder's outcomes and coverage, or the (source, message, field) of the InputError that stopped it."""
 
 
-def _run_folders(paths: list[Path], coverage: bool) -> list[FolderResult]:
-    """Each folder loads into an engine of its own, so folders run in worker processes, one per core; a single
-    folder (or a single core) runs here."""
+def _run_folders(groups: list[tuple[Path, ...]], coverage: bool, base: Path | None) -> list[FolderResult]:
+    """Each group loads into an engine of its own, so groups run in worker processes, one per core; a single
+    group (or a single core) runs here."""
     from kubeflow_trainer_policy.engine.workers import engine_workers, worker_count
 
-    if worker_count(len(paths)) < 2:
-        return [run_folder(path, coverage) for path in paths]
-    with engine_workers(len(paths)) as pool:
-        return list(pool.map(run_folder, paths, [coverage] * len(paths)))
+    if worker_count(len(groups)) < 2:
+        return [run_folder(group, coverage, base) for group in groups]
+    with engine_workers(len(groups)) as pool:
+        return list(pool.map(run_folder, groups, [coverage] * len(groups), [base] * len(groups)))
 
 
-def run_folder(path: Path, coverage: bool) -> FolderResult:
-    """`opa test path` (with coverage when asked) and every gator Suite under path."""
+def run_folder(group: Path | tuple[Path, ...], coverage: bool, base: Path | None = None) -> FolderResult:
+    """`opa test path...` (with coverage when asked) and every gator Suite under the paths."""
     from kubeflow_trainer_policy.testing.outcome import Coverage
     from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
     from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
 
+    paths = (group,) if isinstance(group, Path) else group
     folder_coverage = Coverage() if coverage else None
     try:
-        outcomes = run_rego_tests(path, folder_coverage)
-        for suite in find_suites(path):
-            outcomes += run_suite(suite)
+        outcomes = run_rego_tests(paths, folder_coverage, base)
+        for path in paths:
+            for suite in find_suites(path):
+                outcomes += run_suite(suite)
     except InputError as exc:  # InputError does not survive pickling: it crosses back as data
         return [], None, (exc.source, exc.message, exc.field)
     return outcomes, folder_coverage, None
 
 
-def _default_paths() -> list[Path]:
-    """policies/<profile>/ for every generated profile (each loads alone, like `opa test policies/<profile>`)."""
-    profiles = sorted(p for p in POLICIES_DIR.glob("*") if p.is_dir()) if POLICIES_DIR.is_dir() else []
-    return [*profiles, *([BUNDLES_DIR] if BUNDLES_DIR.is_dir() else [])]
+def _default_groups() -> list[tuple[Path, ...]]:
+    """Per generated profile, policies/<profile>/ with its external-data variant policies/external-data/<profile>/
+    (they load together, as `opa test --capabilities ... policies/<profile> policies/external-data/<profile>`;
+    the profiles share package names, so each loads alone), then bundles/."""
+    folders = POLICIES_DIR.glob("*") if POLICIES_DIR.is_dir() else []
+    profiles = sorted(p for p in folders if p.is_dir() and p.name != EXTERNAL_DATA_VARIANT)
+    groups = []
+    for profile in profiles:
+        variant = POLICIES_DIR / EXTERNAL_DATA_VARIANT / profile.name
+        groups.append((profile, variant) if variant.is_dir() else (profile,))
+    return [*groups, *([(BUNDLES_DIR,)] if BUNDLES_DIR.is_dir() else [])]
 
 
 def _report_coverage(coverage: Coverage, threshold: float | None, out: TextIO) -> int:

@@ -16,9 +16,9 @@ import yaml
 
 from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.cli.main import main
-from kubeflow_trainer_policy.engine.rego_ast import RegoParser
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.lint.modules import Module, data_ref_errors, load_groups
+from kubeflow_trainer_policy.lint.modules import Module, policy_modules, template_modules
+from kubeflow_trainer_policy.lint.rules import gatekeeper_data_reference, lint_modules
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
 from kubeflow_trainer_policy.render.docs import (
@@ -155,38 +155,42 @@ def test_constraint_templates(profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_what_is_unit_tested_is_what_ships(profile):
-    """policies/<profile>/ holds the profile's modules and libs, byte for byte the templates' code."""
-    policies = PROJECT_ROOT / "policies" / profile
+    """policies/<profile>/ and policies/external-data/<profile>/ hold the profile's modules and libs, byte for
+    byte the templates' code; only the external-data variant's folder has a module calling external_data."""
+    roots = [PROJECT_ROOT / "policies" / profile, PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT / profile]
+    libs = {p.read_text() for root in roots for p in (root / "lib").rglob("*.rego") if "_test" not in p.name}
     for path, template in _templates(profile):
         source = template["spec"]["targets"][0]["code"][0]["source"]
-        rule_dir = policies / path.parent.name
+        [rule_dir] = [root / path.parent.name for root in roots if (root / path.parent.name).is_dir()]
         assert (rule_dir / "src.rego").read_text() == source["rego"]
         assert (rule_dir / "src_test.rego").is_file()
-        libs = {p.read_text() for p in (policies / "lib").rglob("*.rego") if "_test" not in p.name}
         assert source["libs"] and set(source["libs"]) <= libs
+        calls = any("external_data(" in module for module in [source["rego"], *source["libs"]])
+        assert calls == (rule_dir.parent == roots[1]), rule_dir
+    assert not [p for p in roots[0].rglob("*.rego") if "external_data(" in p.read_text()]
 
 
 def test_policies_hold_one_folder_per_shipped_profile():
-    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted(PROFILES)
+    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted([*PROFILES, EXTERNAL_DATA_VARIANT])
+    variant = PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT
+    assert sorted(p.name for p in variant.iterdir()) == sorted([*PROFILES, "capabilities.json"])
 
 
 def test_rego_references_and_violation_builder():
     """Every emitted module (policies/<profile>/ and every template's rego and libs) reads only what
     Gatekeeper allows, and builds violations only through lib.trainer.violations."""
-    parser = RegoParser()
-    groups = load_groups(PROJECT_ROOT)
-    assert {g.name for g in groups} >= {f"policies/{p}" for p in PROFILES}
-    for group in groups:
-        assert data_ref_errors(list(group.modules), parser) == [], group.name
-        for module in group.modules:
-            if not module.test and "package lib.trainer.violations" not in module.text:
-                assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
+    modules = policy_modules(PROJECT_ROOT) + template_modules(PROJECT_ROOT)
+    assert {m.path.split("/")[1] for m in modules if m.path.startswith("policies/")} >= set(PROFILES)
+    assert [str(v) for v in lint_modules(modules) if v.rule == "gatekeeper/data-reference"] == []
+    for module in modules:
+        if not module.test and "package lib.trainer.violations" not in module.text:
+            assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
 
 
 def test_data_refs_outside_inventory_and_lib_are_reported():
-    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False)
-    (error,) = data_ref_errors([module], RegoParser())
-    assert "bad.rego: data.kubernetes.pods" in error
+    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False, template=True)
+    (error,) = gatekeeper_data_reference.check(module)
+    assert str(error).startswith("bad.rego:3: gatekeeper/data-reference: data.kubernetes.pods")
 
 
 def _variants(profile: str) -> dict[str, set[str]]:

@@ -173,7 +173,7 @@ RULE = Rule(
     "own request handler.",
     rationale=RATIONALE,
     spec_section="A, B",
-    version="1.0.4",
+    version="1.0.6",
     match=MATCH,
     operations=("UPDATE",),
     parameters=(

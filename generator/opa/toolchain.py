@@ -43,6 +43,10 @@ class ToolchainError(Exception):
     """The OPA tool cannot be had: one line saying what is missing and how to point at another opa."""
 
 
+class OpaUnavailable(ToolchainError):
+    """No opa at all: an installed package (no tools/opa source to build), no $TRAINER_POLICY_OPA, no `opa` on PATH."""
+
+
 def cache_dir() -> Path:
     base = os.environ.get("KTP_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubeflow-trainer-policy"
@@ -52,14 +56,20 @@ def cache_dir() -> Path:
 
 @functools.cache
 def opa_binary() -> Path:
-    """The opa to run: $TRAINER_POLICY_OPA, else the cached build of tools/opa (built on first use)."""
+    """The opa to run: $TRAINER_POLICY_OPA, else in a checkout the cached build of tools/opa (built on first use),
+    else (an installed package) the `opa` on PATH."""
     named = os.environ.get(ENV, "")
     if named:
         found = shutil.which(named)
         if found is None:
             raise ToolchainError(f"{ENV}={named} is not an executable file (nor a command on PATH)")
         return Path(found)
-    return ensure_built()
+    if SOURCE.is_dir():  # a checkout: the build's own OPA, so every developer and CI judge with the same one
+        return ensure_built()
+    found = shutil.which("opa")
+    if found is not None:
+        return Path(found)
+    raise OpaUnavailable(f"no opa here: no `opa` on PATH and no tools/opa source to build; {HOW_TO_OVERRIDE}")
 
 
 def source_key() -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kubeflow_trainer_policy.opa.toolchain import opa_binary
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "bundles" / "gatekeeper" / "v2.0" / "trainjob-managed-by" / "samples"
 HELP = [
@@ -105,8 +107,17 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     passed = int(tested.strip().splitlines()[-1].split()[0])
     assert tested.strip().endswith(" passed, 0 failed") and passed > 1000, tested[-500:]
 
-    _ok(cli, "bundle", "build", "--profile", "v2.0", cwd=work)
+    # No opa on PATH and no tools/opa in an installed package: built, checked on the embedded engine, and said.
+    plain = {k: v for k, v in os.environ.items() if k != "TRAINER_POLICY_OPA"}
+    built = _run(cli, "bundle", "build", "--profile", "v2.0", cwd=work, env=plain)
+    assert built.returncode == 0, built.stderr
+    assert "activation checked on the embedded OPA only" in built.stderr
     assert (work / "dist" / "kubeflow-trainer-policy-v2.0.tar.gz").is_file()
+    # A user's own opa ($TRAINER_POLICY_OPA; here the build's) judges activation, with no note.
+    real = _run(
+        cli, "bundle", "build", "--profile", "v2.0", cwd=work, env={**plain, "TRAINER_POLICY_OPA": str(opa_binary())}
+    )
+    assert real.returncode == 0 and "embedded" not in real.stderr, real.stderr
 
     generate = _run(cli, "generate", cwd=work)
     assert generate.returncode == 2 and "source checkout" in generate.stderr

@@ -125,7 +125,7 @@ def test_input_without_a_request_fails_closed(built_bundles):
         assert no_objects["allowed"] is False and "neither object nor oldObject" in no_objects["errors"][0]
 
 
-# Match criteria: the entry point's Rego against the runner's (generator/gatekeeper/match.py), one
+# Match criteria: the entry point's Rego against the runner's (kubeflow_trainer_policy.gatekeeper.match), one
 # constraint per criterion, every constraint of one template that denies managedBy "example.com/other".
 MATCHES: dict[str, dict[str, Any]] = {
     "any": {},

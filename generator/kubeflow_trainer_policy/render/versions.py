@@ -17,7 +17,7 @@ from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render.gatekeeper import constraint_template
 from kubeflow_trainer_policy.render.header import header
 
-LOCK = "generator/catalog/template_versions.json"
+LOCK = "generator/kubeflow_trainer_policy/catalog/template_versions.json"
 
 
 def digest(rule: Rule, profile: Profile) -> str:

@@ -1,4 +1,4 @@
-"""The rule catalog: one folder per rule under generator/catalog/rules/, sorted by id.
+"""The rule catalog: one folder per rule under generator/kubeflow_trainer_policy/catalog/rules/, sorted by id.
 
 A rule's folder is named after its id (`trainjob-name` -> `rules/trainjob_name/`) and holds everything
 about it: `__init__.py` defines `RULE` (metadata, parameters, data needs, its per-profile settings and its

@@ -1,7 +1,7 @@
 """Kubernetes admission documents as plain data: what an API server sends, what Gatekeeper reviews.
 
 No runner, engine or provider here: the renderer builds its samples and Rego test inputs from these,
-and the runner (generator/gatekeeper/review.py) reads files into them.
+and the runner (generator/kubeflow_trainer_policy/gatekeeper/review.py) reads files into them.
 
 Gatekeeper v3.20 decodes the AdmissionRequest into its Go type and serialises it again, so the review
 always has the keys that type never omits (`uid`, `kind`, `resource`, `operation`, `userInfo`,

@@ -1,8 +1,9 @@
 """Where the generated artifacts (policies/, bundles/) and the engine's pinned requirements are read from.
 
-A wheel ships them inside the package (`kubeflow_trainer_policy/{bundles,policies,requirements}`, mapped from
+A wheel ships them inside the package (`kubeflow_trainer_policy/{bundles,policies,requirements}`, copied from
 the checkout's top-level folders by pyproject.toml); a source checkout or an editable install reads the
-checkout's own folders. Only `generate` writes, and only into a checkout.
+checkout's own folders (the package is generator/kubeflow_trainer_policy/). Only `generate` writes, and only
+into a checkout.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = PACKAGE_DIR.parent
-"""The checkout (source or editable install); in a wheel install, site-packages, which nothing writes to."""
+PROJECT_ROOT = PACKAGE_DIR.parent.parent
+"""The checkout (source or editable install); in a wheel install, the folder above site-packages, which nothing
+writes to."""
 
 
 def _shipped(name: str) -> Path:

@@ -1,4 +1,4 @@
-"""Admission documents read from files -> the `input.review` Gatekeeper builds (generator/admission.py).
+"""Admission documents read from files -> the `input.review` Gatekeeper builds (admission.py).
 
 Gatekeeper decodes the AdmissionRequest into its Go type and serialises it again, so the review
 always has the keys that type never omits (`uid`, `kind`, `resource`, `operation`, `userInfo`,

@@ -1,4 +1,4 @@
-"""Cluster objects as Gatekeeper sees them: data.inventory (generator/admission.py) and Namespace lookups."""
+"""Cluster objects as Gatekeeper sees them: data.inventory (admission.py) and Namespace lookups."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Where the generated artifacts (policies/, bundles/) and the engine's pinned requirements are read from.
+"""Where the policies (policies/, profiles/), the bundles and the engine's pinned requirements are read from.
 
-A wheel ships them inside the package (`kubeflow_trainer_policy/{bundles,policies,requirements}`, copied from
+A wheel ships them inside the package (`kubeflow_trainer_policy/{bundles,policies,profiles,requirements}`, copied from
 the checkout's top-level folders by pyproject.toml); a source checkout or an editable install reads the
 checkout's own folders (the package is generator/kubeflow_trainer_policy/). Only `generate` writes, and only
 into a checkout.
@@ -22,6 +22,9 @@ def _shipped(name: str) -> Path:
 
 
 POLICIES_DIR = _shipped("policies")
+"""The one Rego source tree: a folder per rule and the libs (lib/trainer/)."""
+PROFILES_DIR = _shipped("profiles")
+"""profiles/<profile>/profile.rego (each profile's lib) and capabilities.json."""
 BUNDLES_DIR = _shipped("bundles")
 ENGINE_REQUIREMENTS = _shipped("requirements") / "opa-engine.txt"
 """Hash-pinned opa-golib-python-bindings: `trainer-policy install-engine` installs from it."""

@@ -1,4 +1,7 @@
-"""Trainer version profiles: the data that makes one rule template fit every Trainer release."""
+"""Trainer version profiles: the data that makes one Rego source fit every Trainer release.
+
+Each profile becomes the lib `data.lib.trainer.profile` (profiles/<name>/profile.rego, generated), which the
+profile's templates carry and `opa test policies/ profiles/<name>/` loads."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, kw_only=True)
 class Profile:
     """A Trainer release line: what every rule shares about it. What one rule does differently per release
-    lives in that rule's folder (`Rule.settings`)."""
+    is a table in its src.rego keyed by the profile's name."""
 
     name: str
     releases: str
@@ -33,7 +36,7 @@ PROFILES: dict[str, Profile] = {
 }
 DEFAULT_PROFILE = "v2.0"
 UNIT_TEST_PROFILE = DEFAULT_PROFILE
-"""The profile whose cases the docs show as examples; policies/<profile>/ and bundles hold every generated profile."""
+"""The profile whose cases the docs show as examples; profiles/ and bundles/ hold every generated profile."""
 
 
 def get_profile(name: str) -> Profile:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import DEPRECATED, runtime
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -28,11 +28,6 @@ SUFFIX = (
     f"is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: {URL}"
 )
 LABEL_FIELD = "metadata.labels[trainer.kubeflow.org/support]"
-CHOICES = (
-    "A warning is not a field.Error upstream; to keep every violation `<field>: <Type>: <detail>` this rule "
-    "reports it as Invalid at {field} with upstream's exact text as the detail. Profile v2.0 (no deprecation "
-    "policy) reports nothing."
-)
 
 
 def runtime_cases(p: Profile) -> list[Case]:
@@ -63,27 +58,5 @@ def runtime_cases(p: Profile) -> list[Case]:
     ]
 
 
-RULE = Rule(
-    id="runtime-deprecated",
-    title="Warn about deprecated ClusterTrainingRuntimes",
-    description=(
-        "From v2.1 the Trainer warns when a ClusterTrainingRuntime labelled trainer.kubeflow.org/support: "
-        'deprecated is created: `ClusterTrainingRuntime "<name>" is deprecated and will be removed in a future '
-        f"release of Kubeflow Trainer. See runtime deprecation policy: {URL}`. This rule does the same on CREATE "
-        "and in audit (not on UPDATE, as upstream), with enforcementAction warn. " + CHOICES.format(field=LABEL_FIELD)
-    ),
-    rationale=(
-        "Deprecated runtimes will be removed by a later Trainer release; platform teams see which ones are still "
-        "installed (audit) without blocking anybody."
-    ),
-    spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.2",
-    match=(MatchKind(("trainer.kubeflow.org",), ("ClusterTrainingRuntime",)),),
-    operations=("CREATE",),
-    parameters=(),
-    data=DataNeeds(),
-    libs=("violations", "review"),
-    cases=runtime_cases,
-    enforcement_action="warn",
-    settings=SETTINGS,
-)
+def cases(p: Profile) -> list[Case]:
+    return runtime_cases(p)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubeflow_trainer_policy.catalog.fixtures import replicated_job, runtime
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.profiles import Profile
 
 
@@ -150,31 +150,3 @@ def cases(p: Profile) -> list[Case]:
             else (),
         ),
     ]
-
-
-RULE = Rule(
-    id="runtime-reserved-replicas",
-    title="Reserved replicated jobs of training runtimes run exactly one replica",
-    description=(
-        "In TrainingRuntime and ClusterTrainingRuntime (CREATE and UPDATE), a replicated job labelled "
-        "trainer.kubeflow.org/trainjob-ancestor-step in (trainer, dataset-initializer, model-initializer), or "
-        "in profile v2.0 named launcher, must have replicas 1 when replicas is set (unset defaults to 1). "
-        "From v2.1 an ancestor-labelled job must also contain its container (node, dataset-initializer or "
-        "model-initializer; initContainers do not count). Profile v2.3 skips runtimes labelled "
-        "trainer.kubeflow.org/webhook-validation: disabled."
-    ),
-    rationale=(
-        "The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; "
-        "more than one replica of a reserved job duplicates initializers and trainer groups. Upstream validates "
-        "TrainingRuntime on CREATE only (a known bug); this rule checks both kinds on CREATE and UPDATE."
-    ),
-    spec_section="D",
-    version="1.1.2",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainingRuntime", "ClusterTrainingRuntime")),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(),
-    data=DataNeeds(),
-    libs=("violations", "review"),
-    cases=cases,
-    settings=SETTINGS,
-)

@@ -3,10 +3,13 @@ TrainJobs that reference a ClusterTrainingRuntime labelled trainer.kubeflow.org/
 
 from __future__ import annotations
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
-from kubeflow_trainer_policy.catalog.rules.runtime_deprecated import CHOICES, SETTINGS, SUFFIX, URL
+from kubeflow_trainer_policy.catalog import cases_of
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import DEPRECATED, runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
+
+_runtime_deprecated = cases_of("runtime-deprecated")
+SETTINGS, SUFFIX = _runtime_deprecated.SETTINGS, _runtime_deprecated.SUFFIX
 
 
 def trainjob_cases(p: Profile) -> list[Case]:
@@ -55,27 +58,5 @@ def trainjob_cases(p: Profile) -> list[Case]:
     ]
 
 
-RULE = Rule(
-    id="trainjob-deprecated-runtime",
-    title="Warn about TrainJobs that use a deprecated ClusterTrainingRuntime",
-    description=(
-        "From v2.1 the Trainer warns when a TrainJob (CREATE or UPDATE) references a ClusterTrainingRuntime "
-        'labelled trainer.kubeflow.org/support: deprecated: `Referenced ClusterTrainingRuntime "<name>" is '
-        "deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
-        f"{URL}`. "
-        "This rule does the same (and in audit), reading the runtime from data.inventory, with enforcementAction "
-        "warn. TrainingRuntimes are not warned about: upstream added that after v2.2 (first release unconfirmed). "
-        + CHOICES.format(field="spec.runtimeRef")
-    ),
-    rationale="Users learn that their TrainJob's runtime is going away while it still runs.",
-    spec_section="profile table (deprecated ClusterTrainingRuntime)",
-    version="1.0.6",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(),
-    data=DataNeeds(inventory=(SyncKind("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"),)),
-    libs=("violations", "review", "runtime"),
-    cases=trainjob_cases,
-    enforcement_action="warn",
-    settings=SETTINGS,
-)
+def cases(p: Profile) -> list[Case]:
+    return trainjob_cases(p)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import container, override_entry, runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -244,32 +244,3 @@ def cases(p: Profile) -> list[Case]:
     if SETTINGS[p.name].patch_fields_immutable:
         result += _patch_cases(p)
     return result
-
-
-RULE = Rule(
-    id="trainjob-immutable-fields",
-    title="TrainJob fields that never change after creation",
-    description=(
-        "The CRD's CEL transition rules (self == oldSelf) of each profile, on UPDATE only (never in audit, which has "
-        "no old object): spec.runtimeRef (v2.0/v2.1 `runtimeRef is immutable`); from v2.2 spec.runtimeRef, "
-        "spec.initializer, spec.trainer and spec.activeDeadlineSeconds (`field is immutable`), and in each "
-        "runtimePatches entry (correlated by manager) and each of its replicated jobs (correlated by name) the pod "
-        "spec's serviceAccountName, volumes, initContainers, containers, imagePullSecrets and securityContext. As in "
-        "Kubernetes, a rule fires only when the field is set in both objects: adding or removing it is not caught. "
-        "spec.managedBy, also immutable upstream, is rule trainjob-managed-by's. The patch rules do not depend on "
-        "spec.suspend (the shared spec says 'while suspended'; upstream's CEL has no such condition)."
-    ),
-    rationale=(
-        "The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the "
-        "running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI."
-    ),
-    spec_section="E8",
-    version="1.0.4",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("UPDATE",),
-    parameters=(),
-    data=DataNeeds(),
-    libs=("violations", "review"),
-    cases=cases,
-    settings=SETTINGS,
-)

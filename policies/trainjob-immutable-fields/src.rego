@@ -1,19 +1,53 @@
 # METADATA
-# title: {{ rule.title }}
+# title: TrainJob fields that never change after creation
 # description: >-
-{{ rule.description | comment(3) }}
+#   The CRD's CEL transition rules (self == oldSelf) of each profile, on UPDATE only (never in audit, which has no
+#   old object): spec.runtimeRef (v2.0/v2.1 `runtimeRef is immutable`); from v2.2 spec.runtimeRef, spec.initializer,
+#   spec.trainer and spec.activeDeadlineSeconds (`field is immutable`), and in each runtimePatches entry (correlated
+#   by manager) and each of its replicated jobs (correlated by name) the pod spec's serviceAccountName, volumes,
+#   initContainers, containers, imagePullSecrets and securityContext. As in Kubernetes, a rule fires only when the
+#   field is set in both objects: adding or removing it is not caught. spec.managedBy, also immutable upstream, is
+#   rule trainjob-managed-by's. The patch rules do not depend on spec.suspend (the shared spec says 'while
+#   suspended'; upstream's CEL has no such condition).
 # custom:
-#   id: {{ rule.id }}
-#   profile: {{ profile.name }}
-package {{ rule.package }}
+#   id: trainjob-immutable-fields
+#   version: 1.0.5
+#   specSection: E8
+#   rationale: >-
+#     The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the
+#     running job. Gatekeeper repeats the CRD's rules for clusters that run an older CRD, and for CI.
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [UPDATE]
+package trainertrainjobimmutablefields
 
+import data.lib.trainer.profile
 import data.lib.trainer.review
 import data.lib.trainer.violations
 
 # METADATA
-# title: immutable
-# description: Spec fields and their CEL messages in this profile.
-immutable := {{ settings.immutable_fields | list | tojson }}
+# title: releases
+# description: >-
+#   The spec fields each release makes immutable on UPDATE, with their CEL messages (managedBy is
+#   trainjob-managed-by's), and whether six pod spec fields of each runtime patch are immutable too (v2.2+).
+releases := {
+	"v2.0": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false},
+	"v2.1": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false},
+	"v2.2": {"immutable": later_immutable, "patch_fields_immutable": true},
+	"v2.3": {"immutable": later_immutable, "patch_fields_immutable": true},
+}
+
+later_immutable := [
+	["runtimeRef", "field is immutable"],
+	["initializer", "field is immutable"],
+	["trainer", "field is immutable"],
+	["activeDeadlineSeconds", "field is immutable"],
+]
+
+settings := releases[profile.name]
+
+immutable := settings.immutable
 
 # METADATA
 # title: changed
@@ -35,7 +69,6 @@ violation contains v if {
 	changed(review.get(review.old_object, ["spec", name], null), review.get(review.new_object, ["spec", name], null))
 	v := violations.make(sprintf("spec.%s", [name]), "Invalid", detail)
 }
-{% if settings.patch_fields_immutable %}
 
 patch_fields := ["serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets", "securityContext"]
 
@@ -80,7 +113,9 @@ job_names(jobs) := {x: name |
 #   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
 #   their replicated jobs by name (listType=map), as the API server correlates them for transition rules.
 #   Equal patches and jobs are passed over whole; each new job finds the old jobs of its name in an index.
+#   From v2.2, whose runtime patches carry these transition rules.
 violation contains v if {
+	settings.patch_fields_immutable
 	review.is_update
 	some i, new_patch in new_patches
 	manager := object.get({"patch": new_patch}, ["patch", "manager"], null)
@@ -100,4 +135,3 @@ violation contains v if {
 	changed(pod_field(old_job, name), pod_field(new_job, name))
 	v := violations.make(sprintf("spec.runtimePatches[%d].trainingRuntimeSpec.template.spec.replicatedJobs[%d].template.spec.template.spec.%s", [i, j, name]), "Invalid", "field is immutable")
 }
-{% endif %}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflow_trainer_policy.catalog.fixtures import trainjob
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -162,43 +162,9 @@ def _trainjob_for(p: Profile) -> Callable[..., dict[str, Any]]:
     return make
 
 
-def allowed_values_parameter(default: list[str]) -> Parameter:
-    return Parameter(
-        "allowedValues",
-        {"type": "array", "items": {"type": "string"}},
-        default,
-        "The allowed managedBy values (sites add their own controllers). Unset values are always allowed.",
-    )
-
-
-RULE = Rule(
-    id="trainjob-managed-by",
-    title="TrainJob spec.managedBy takes an allowed value and never changes",
-    description=(
-        "spec.managedBy of a TrainJob, when set, must be one of the allowedValues (default: "
-        "trainer.kubeflow.org/trainjob-controller, kueue.x-k8s.io/multikueue), and it is immutable on UPDATE, "
-        "including set -> unset and unset -> set. The policy validates only; it never defaults the field."
-    ),
-    rationale=(
-        "A value other than the built-in controller's hands reconciliation to another controller (MultiKueue "
-        "dispatches to worker clusters); changing it mid-life would let two controllers fight over one job."
-    ),
-    spec_section="C",
-    version="1.1.2",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(allowed_values_parameter(TRAINJOB_ALLOWED),),
-    data=DataNeeds(),
-    libs=("violations", "review"),
-    cases=lambda p: with_runtime(
+def cases(p: Profile) -> list[Case]:
+    return with_runtime(
         managed_by_cases(
             SETTINGS[p.name].immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
         )
-    ),
-    template_vars={
-        "field": "spec.managedBy",
-        "path": ["spec", "managedBy"],
-        "default_allowed": TRAINJOB_ALLOWED,
-    },
-    settings=SETTINGS,
-)
+    )

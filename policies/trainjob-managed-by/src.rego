@@ -1,52 +1,61 @@
 # METADATA
-# title: {{ rule.title | yaml_scalar }}
+# title: TrainJob spec.managedBy takes an allowed value and never changes
 # description: >-
-{{ rule.description | comment(3) }}
+#   spec.managedBy of a TrainJob, when set, must be one of the allowedValues (default:
+#   trainer.kubeflow.org/trainjob-controller, kueue.x-k8s.io/multikueue), and it is immutable on UPDATE, including
+#   set -> unset and unset -> set. The policy validates only; it never defaults the field.
 # custom:
-#   id: {{ rule.id | yaml_scalar }}
-#   profile: {{ profile.name | yaml_scalar }}
-package {{ rule.package }}
+#   id: trainjob-managed-by
+#   version: 1.1.3
+#   specSection: C
+#   rationale: >-
+#     A value other than the built-in controller's hands reconciliation to another controller (MultiKueue dispatches
+#     to worker clusters); changing it mid-life would let two controllers fight over one job.
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [CREATE, UPDATE]
+#   parameters:
+#     - name: allowedValues
+#       description: >-
+#         The allowed managedBy values (sites add their own controllers). Unset values are always allowed.
+#       default: [trainer.kubeflow.org/trainjob-controller, kueue.x-k8s.io/multikueue]
+#       schema: {type: array, items: {type: string}}
+package trainertrainjobmanagedby
 
+import data.lib.trainer.managed_by
+import data.lib.trainer.profile
 import data.lib.trainer.review
 import data.lib.trainer.violations
 
-field := {{ field | tojson }}
+field := "spec.managedBy"
 
-path := {{ path | tojson }}
+path := ["spec", "managedBy"]
 
-# METADATA
-# title: allowed
-# description: The allowed values (parameter allowedValues, defaulting to the upstream list).
-allowed := values if {
-	values := input.parameters.allowedValues
-	is_array(values)
-} else := {{ default_allowed | tojson }}
+allowed := managed_by.allowed(["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"])
 
-allowed_text := concat(" or ", [v | some v in allowed; is_string(v)])
-
-# METADATA
-# title: managed_by
-# description: The value when set (present and not null).
-managed_by(obj) := value if {
-	value := review.get(obj, path, null)
-	value != null
-}
+# The immutability detail: the webhook's text until v2.1, the CRD's CEL `field is immutable` from v2.2.
+immutable_detail := {
+	"v2.0": "ManagedBy value is immutable",
+	"v2.1": "ManagedBy value is immutable",
+	"v2.2": "field is immutable",
+	"v2.3": "field is immutable",
+}[profile.name]
 
 # METADATA
 # title: value not allowed
 # description: Invalid when a set value is not one of the allowed values (CREATE, UPDATE and audit).
 violation contains v if {
-	review.applies_to({{ rule.rego_operations(profile) }})
-	value := managed_by(review.new_object)
+	review.applies_to({"CREATE", "UPDATE"})
+	value := managed_by.value(review.new_object, path)
 	not value in allowed
-	v := violations.make(field, "Invalid", sprintf("ManagedBy must be %s if set", [allowed_text]))
+	v := violations.make(field, "Invalid", managed_by.not_allowed(allowed))
 }
 
 # METADATA
 # title: immutable
 # description: Invalid when the value changes on UPDATE, including set -> unset and unset -> set.
 violation contains v if {
-	review.is_update
-	review.get(review.old_object, path, null) != review.get(review.new_object, path, null)
-	v := violations.make(field, "Invalid", {{ settings.immutable_detail | tojson }})
+	managed_by.changed(path)
+	v := violations.make(field, "Invalid", immutable_detail)
 }

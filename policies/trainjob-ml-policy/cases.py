@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected, MatchKind, Rule
-from kubeflow_trainer_policy.catalog.rules.trainjob_runtime_ref import RUNTIME_KINDS
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -438,42 +437,3 @@ def _xgboost_cases(p: Profile) -> list[Case]:
 
 def cases(p: Profile) -> list[Case]:
     return _torch_cases(p) + _mpi_cases(p) + _torchtune_cases(p) + _xgboost_cases(p)
-
-
-RULE = Rule(
-    id="trainjob-ml-policy",
-    title="TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)",
-    description=(
-        "The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the "
-        "runtime read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, "
-        "not here). MPI: v2.0/v2.1 require an integer spec.trainer.numProcPerNode (`must have an int value for "
-        "MPI TrainJob`); with runLauncherAsNode and numNodes >= 2 the runtime needs jobs launcher and node. "
-        "Torch (v2.0/v2.1 only when numProcPerNode is set; v2.2+ whenever spec.trainer is set): v2.0/v2.1 "
-        "accept string numProcPerNode only as auto, cpu or gpu; spec.trainer.env must not set PET_NNODES, "
-        "PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT. torchtune (command exactly [tune, "
-        "run]): the model from the runtime name must be llama3_2/1B, llama3_2/3B, llama3_3/70B or qwen2_5/1.5B "
-        "(upstream's constants from v2.1; v2.0 also admits the shared spec's llama3_2/7B, which the pre-release "
-        "constants list, since the v2.0.0 set is unconfirmed), numNodes > 1 only for "
-        "llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B refused; distributed QLoRA on "
-        "llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. "
-        "XGBoost (v2.2+, whenever "
-        "spec.trainer is set): spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or "
-        "DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset "
-        "numNodes counts as 1 (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The "
-        "numProcPerNode type checks are gone from v2.2, whose CRD types the field int32."
-    ),
-    rationale=(
-        "torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer "
-        "from the runtime; a TrainJob that overrides or contradicts them is admitted by the API server but "
-        "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
-    ),
-    spec_section="E6-E7",
-    version="1.1.0",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(),
-    data=RUNTIME_KINDS,
-    libs=("violations", "review", "runtime", "quantity"),
-    cases=cases,
-    settings=SETTINGS,
-)

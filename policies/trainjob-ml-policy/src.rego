@@ -1,18 +1,87 @@
 # METADATA
-# title: {{ rule.title }}
+# title: TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)
 # description: >-
-{{ rule.description | comment(3) }}
+#   The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the runtime
+#   read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, not here). MPI:
+#   v2.0/v2.1 require an integer spec.trainer.numProcPerNode (`must have an int value for MPI TrainJob`); with
+#   runLauncherAsNode and numNodes >= 2 the runtime needs jobs launcher and node. Torch (v2.0/v2.1 only when
+#   numProcPerNode is set; v2.2+ whenever spec.trainer is set): v2.0/v2.1 accept string numProcPerNode only as auto,
+#   cpu or gpu; spec.trainer.env must not set PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR,
+#   PET_MASTER_PORT. torchtune (command exactly [tune, run]): the model from the runtime name must be llama3_2/1B,
+#   llama3_2/3B, llama3_3/70B or qwen2_5/1.5B (upstream's constants from v2.1; v2.0 also admits the shared spec's
+#   llama3_2/7B, which the pre-release constants list, since the v2.0.0 set is unconfirmed), numNodes > 1 only for
+#   llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B refused; distributed QLoRA on llama3_2/1B and 3B
+#   refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. XGBoost (v2.2+, whenever
+#   spec.trainer is set): spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or
+#   DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset numNodes counts as 1
+#   (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The numProcPerNode type checks are
+#   gone from v2.2, whose CRD types the field int32.
 # custom:
-#   id: {{ rule.id }}
-#   profile: {{ profile.name }}
-package {{ rule.package }}
+#   id: trainjob-ml-policy
+#   version: 1.1.1
+#   specSection: E6-E7
+#   rationale: >-
+#     torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer from the
+#     runtime; a TrainJob that overrides or contradicts them is admitted by the API server but trains wrongly or not
+#     at all. Gatekeeper reproduces the webhook's answer for audit and CI.
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [CREATE, UPDATE]
+#   inventory:
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: TrainingRuntime}
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
+package trainertrainjobmlpolicy
 
-{% if settings.torchtune_qlora_checks %}
+import data.lib.trainer.profile
 import data.lib.trainer.quantity
-{% endif %}
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
+
+# METADATA
+# title: releases
+# description: >-
+#   What each release checks. num_proc_per_node_int_or_string: numProcPerNode is int-or-string (v2.0, v2.1: the
+#   MPI int check, the Torch string check, Torch checked only when it is set). torchtune_models: the release's
+#   TorchTuneSupportedPretrainedModels (v2.0's set is not confirmed: the union of both readings of the release, so
+#   that nothing the release admits is denied; docs/upstream/checks.md). torchtune_qlora_checks: the QLoRA checks
+#   (v2.1+). torchtune_lora_args_checks: LoRA multi-node and immutable trainer args (v2.3). xgboost_reserved_envs:
+#   the DMLC_* envs the XGBoost plugin injects (v2.2+).
+releases := {
+	"v2.0": {
+		"num_proc_per_node_int_or_string": true,
+		"torchtune_models": {"llama3_2/1B", "llama3_2/3B", "llama3_2/7B", "llama3_3/70B", "qwen2_5/1.5B"},
+		"torchtune_qlora_checks": false,
+		"torchtune_lora_args_checks": false,
+		"xgboost_reserved_envs": false,
+	},
+	"v2.1": {
+		"num_proc_per_node_int_or_string": true,
+		"torchtune_models": later_models,
+		"torchtune_qlora_checks": true,
+		"torchtune_lora_args_checks": false,
+		"xgboost_reserved_envs": false,
+	},
+	"v2.2": {
+		"num_proc_per_node_int_or_string": false,
+		"torchtune_models": later_models,
+		"torchtune_qlora_checks": true,
+		"torchtune_lora_args_checks": false,
+		"xgboost_reserved_envs": true,
+	},
+	"v2.3": {
+		"num_proc_per_node_int_or_string": false,
+		"torchtune_models": later_models,
+		"torchtune_qlora_checks": true,
+		"torchtune_lora_args_checks": true,
+		"xgboost_reserved_envs": true,
+	},
+}
+
+later_models := {"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"}
+
+settings := releases[profile.name]
 
 trainjob := review.new_object
 
@@ -44,17 +113,17 @@ integer(value) if {
 }
 
 checked if {
-	review.applies_to({{ rule.rego_operations(profile) }})
+	review.applies_to({"CREATE", "UPDATE"})
 	lookup.found
 }
 
 mpi if is_object(review.get(ml, ["mpi"], null))
 
-{% if settings.num_proc_per_node_int_or_string %}
 # METADATA
 # title: MPI numProcPerNode
 # description: Invalid when an MPI TrainJob sets numProcPerNode to anything but an integer (int-or-string until v2.1).
 violation contains v if {
+	settings.num_proc_per_node_int_or_string
 	checked
 	mpi
 	num_proc_per_node != null
@@ -62,7 +131,6 @@ violation contains v if {
 	v := violations.make("spec.trainer.numProcPerNode", "Invalid", "must have an int value for MPI TrainJob")
 }
 
-{% endif %}
 # METADATA
 # title: MPI launcher as node
 # description: >-
@@ -84,29 +152,29 @@ launcher_and_node if {
 
 # METADATA
 # title: torch
-# description: >-
-#   A Torch runtime and a TrainJob with spec.trainer{{ " and spec.trainer.numProcPerNode set (v2.0/v2.1)" if settings.num_proc_per_node_int_or_string else "" }}.
+# description: A Torch runtime and a TrainJob with spec.trainer (v2.0/v2.1 also spec.trainer.numProcPerNode set).
 torch if {
 	checked
 	is_object(review.get(ml, ["torch"], null))
 	is_object(trainer)
-{% if settings.num_proc_per_node_int_or_string %}
-	num_proc_per_node != null
-{% endif %}
+	torch_checked
 }
 
-{% if settings.num_proc_per_node_int_or_string %}
+torch_checked if not settings.num_proc_per_node_int_or_string
+
+torch_checked if num_proc_per_node != null
+
 # METADATA
 # title: Torch numProcPerNode
-# description: Invalid when numProcPerNode is a string other than auto, cpu or gpu.
+# description: Invalid (v2.0/v2.1) when numProcPerNode is a string other than auto, cpu or gpu.
 violation contains v if {
+	settings.num_proc_per_node_int_or_string
 	torch
 	is_string(num_proc_per_node)
 	not num_proc_per_node in {"auto", "cpu", "gpu"}
 	v := violations.make("spec.trainer.numProcPerNode", "Invalid", "must have an int value or [auto cpu gpu]")
 }
 
-{% endif %}
 reserved_envs := {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
 configured_reserved := {name |
@@ -124,13 +192,13 @@ violation contains v if {
 	v := violations.make("spec.trainer.env", "Invalid", sprintf("must not have reserved envs, invalid envs configured: [%s]", [concat(" ", sort(configured_reserved))]))
 }
 
-{% if settings.xgboost_reserved_envs %}
 xgboost_reserved_envs := {"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"}
 
 # METADATA
 # title: XGBoost reserved envs
-# description: Forbidden at spec.trainer.env[i] for each DMLC_* variable the XGBoost plugin injects.
+# description: Forbidden (v2.2+) at spec.trainer.env[i] for each DMLC_* variable the XGBoost plugin injects.
 violation contains v if {
+	settings.xgboost_reserved_envs
 	checked
 	is_object(review.get(ml, ["xgboost"], null))
 	is_object(trainer)
@@ -140,7 +208,6 @@ violation contains v if {
 	v := violations.make(sprintf("spec.trainer.env[%d]", [i]), "Forbidden", sprintf("%s is reserved for the XGBoost runtime", [name]))
 }
 
-{% endif %}
 torchtune if {
 	torch
 	review.get(trainer, ["command"], null) == ["tune", "run"]
@@ -156,8 +223,7 @@ model := sprintf("%s/%s", [replace(parts[1], ".", "_"), upper(parts[2])]) if {
 	count(parts) == 3
 } else := ""
 
-{# The release's TorchTuneSupportedPretrainedModels (MLPolicySettings.torchtune_models says why v2.0 differs). #}
-supported_models := {{ "{" ~ (settings.torchtune_models | map("tojson") | join(", ")) ~ "}" }}
+supported_models := settings.torchtune_models
 
 # METADATA
 # title: torchtune model
@@ -178,15 +244,15 @@ violation contains v if {
 	v := violations.make("spec.trainer.numNodes", "Invalid", sprintf("must be 1 for %s model", [model]))
 }
 
-{% if settings.torchtune_qlora_checks or settings.torchtune_lora_args_checks %}
 args := [a | some a in review.array(review.get(trainer, ["args"], [])); is_string(a)]
 
-{% endif %}
-{% if settings.torchtune_qlora_checks %}
 # METADATA
 # title: qlora
-# description: "Upstream's QLoRA choice: one node, an arg containing model.quantize_base and none containing model.use_dora."
+# description: >-
+#   Upstream's QLoRA choice (v2.1+): one node, an arg containing model.quantize_base and none containing
+#   model.use_dora.
 qlora if {
+	settings.torchtune_qlora_checks
 	num_nodes == 1
 	some a in args
 	contains(a, "model.quantize_base")
@@ -267,12 +333,11 @@ violation contains v if {
 	v := violations.make(path, "Invalid", sprintf(detail, [model]))
 }
 
-{% endif %}
-{% if settings.torchtune_lora_args_checks %}
 # METADATA
 # title: LoRA multi-node
-# description: Invalid when numNodes > 1 and an arg contains model.lora_attn_modules.
+# description: Invalid (v2.3) when numNodes > 1 and an arg contains model.lora_attn_modules.
 violation contains v if {
+	settings.torchtune_lora_args_checks
 	torchtune
 	num_nodes > 1
 	some a in args
@@ -284,8 +349,9 @@ immutable_configs := {"output_dir", "tokenizer.path", "checkpointer.checkpoint_d
 
 # METADATA
 # title: immutable args
-# description: Invalid for each arg whose key (before the first =) is a config the runtime manages.
+# description: Invalid (v2.3) for each arg whose key (before the first =) is a config the runtime manages.
 violation contains v if {
+	settings.torchtune_lora_args_checks
 	torchtune
 	some i, a in review.array(review.get(trainer, ["args"], []))
 	is_string(a)
@@ -293,5 +359,3 @@ violation contains v if {
 	key in immutable_configs
 	v := violations.make(sprintf("spec.trainer.args[%d]", [i]), "Invalid", sprintf("must not set immutable config %q in trainer args; it is managed by the runtime", [key]))
 }
-
-{% endif %}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -104,32 +104,3 @@ def cases(p: Profile) -> list[Case]:
 def _cluster() -> tuple:
     """The runtime the TrainJobs reference, so that every other rule admits them."""
     return (runtime(),)
-
-
-RULE = Rule(
-    id="trainjob-name",
-    title="TrainJob metadata.name is a DNS-1035 label",
-    description=(
-        "The TrainJob's name (it names the JobSet, its Jobs and Services) must be a DNS-1035 label of at most 63 "
-        "characters. Profile v2.0 reproduces the webhook (CREATE and audit; one Invalid per failed test with "
-        "Kubernetes' own details, as IsDNS1035Label words them). From v2.1 upstream moved the check to two CRD CEL "
-        "rules on the TrainJob root, checked on CREATE and UPDATE (and here in audit), with the messages "
-        "`metadata.name must match RFC 1035 DNS label format` and `metadata.name must be no more than 63 "
-        'characters`. Kubernetes reports a root CEL rule at the path `<nil>` (value "object"); this project '
-        "reports both forms at metadata.name, the field they are about."
-    ),
-    rationale=(
-        "A longer name, a dot or a leading digit make the Trainer fail to create the JobSet's Services after the "
-        "TrainJob was accepted. Gatekeeper catches it in audit, in CI and on clusters whose CRD or webhook does "
-        "not."
-    ),
-    spec_section="E1",
-    version="1.0.1",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(),
-    data=DataNeeds(),
-    libs=("violations", "review"),
-    cases=cases,
-    settings=SETTINGS,
-)

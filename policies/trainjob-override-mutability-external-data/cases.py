@@ -1,21 +1,16 @@
 """Spec A+B with the JobSet state from the external data provider: the same cases as
-trainjob-override-mutability plus the provider's answers and failures, and the same template (this rule's
-template includes that rule's; `source` picks the provider branch)."""
+trainjob-override-mutability plus the provider's answers and failures (both rules use lib.trainer.mutability)."""
 
 from __future__ import annotations
 
+from kubeflow_trainer_policy.catalog import cases_of
 from kubeflow_trainer_policy.catalog.fixtures import jobset, override, trainjob
-from kubeflow_trainer_policy.catalog.model import Case, DataNeeds, Expected, Parameter, Rule, case_uid
-from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability import (
-    DESCRIPTION,
-    KEY,
-    MATCH,
-    RATIONALE,
-    SETTINGS,
-    shared_cases,
-)
+from kubeflow_trainer_policy.catalog.model import Case, Expected, case_uid
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
 from kubeflow_trainer_policy.profiles import Profile
+
+_inventory = cases_of("trainjob-override-mutability")
+KEY, SETTINGS, shared_cases = _inventory.KEY, _inventory.SETTINGS, _inventory.shared_cases
 
 PROVIDER = "trainer-jobset-provider"
 
@@ -162,32 +157,5 @@ def external_data_cases(p: Profile) -> list[Case]:
     return with_runtime(shared_cases(p) + _external_data_cases(p))
 
 
-RULE = Rule(
-    id="trainjob-override-mutability-external-data",
-    title="TrainJob overrides change only while suspended and the JobSet is inactive (external data provider)",
-    description=DESCRIPTION
-    + " The JobSet state comes from the external data provider (parameter providerName), looked up with a key "
-    "unique to each admission request (<namespace>/<name>#<uid>) so that Gatekeeper's response cache never "
-    "serves an older state. A failed lookup is an Internal violation (fail closed). gator cannot load this "
-    "template (it has no external_data builtin): `trainer-policy test` runs its suite against the provider's "
-    "own request handler.",
-    rationale=RATIONALE,
-    spec_section="A, B",
-    version="1.0.6",
-    match=MATCH,
-    operations=("UPDATE",),
-    parameters=(
-        Parameter(
-            "providerName",
-            {"type": "string"},
-            PROVIDER,
-            "Name of the external data Provider object serving JobSet state.",
-        ),
-    ),
-    data=DataNeeds(external_data_providers=(PROVIDER,)),
-    libs=("violations", "review", "quantity", "semantic", "jobset_provider"),
-    cases=external_data_cases,
-    template_vars={"source": "ExternalData", "default_provider": PROVIDER},
-    alternative_to="trainjob-override-mutability",
-    settings=SETTINGS,
-)
+def cases(p: Profile) -> list[Case]:
+    return external_data_cases(p)

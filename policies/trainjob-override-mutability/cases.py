@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kubeflow_trainer_policy.catalog.fixtures import KUEUE_GATE, jobset, override, trainjob
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -221,38 +221,5 @@ def inventory_cases(p: Profile) -> list[Case]:
     return with_runtime(shared_cases(p))
 
 
-DESCRIPTION = (
-    "On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, podTemplateOverrides in v2.1, "
-    "runtimePatches from v2.2) changed semantically (absent, null and [] are equal; order matters; quantities "
-    "compare by value): the TrainJob must be suspended (v2.0 to v2.2: the new object; v2.3: the old or the new "
-    "object), and the JobSet with the TrainJob's namespace and name must have no replicated job with "
-    "active > 0. A JobSet that does not exist is inactive. schedulingGates are part of the overrides and follow "
-    "the same rule. CREATE and audit are never checked."
-)
-RATIONALE = (
-    "The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave "
-    "running Pods out of step with the TrainJob. Kueue relies on the suspended window to inject and remove "
-    "its scheduling gates and node selectors in separate requests, which this rule allows."
-)
-MATCH = (MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),)
-_JOBSET = SyncKind("jobset.x-k8s.io", "v1alpha2", "JobSet")
-
-RULE = Rule(
-    id="trainjob-override-mutability",
-    title="TrainJob overrides change only while suspended and the JobSet is inactive (synced JobSets)",
-    description=DESCRIPTION
-    + " The JobSet state comes from JobSets that Gatekeeper syncs into data.inventory (the bundle's SyncSet), "
-    "always as fresh as Gatekeeper's watch; an unsynced JobSet counts as not found. The template needs no external "
-    "data provider, so `gator verify` runs its suite.",
-    rationale=RATIONALE,
-    spec_section="A, B",
-    version="2.0.7",
-    match=MATCH,
-    operations=("UPDATE",),
-    parameters=(),
-    data=DataNeeds(inventory=(_JOBSET,)),
-    libs=("violations", "review", "quantity", "semantic", "jobset"),
-    cases=inventory_cases,
-    template_vars={"source": "Inventory"},
-    settings=SETTINGS,
-)
+def cases(p: Profile) -> list[Case]:
+    return inventory_cases(p)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Parameter, Rule, SyncKind
-from kubeflow_trainer_policy.catalog.rules.trainjob_runtime_ref import REF, not_found, not_synced
+from kubeflow_trainer_policy.catalog import cases_of
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.profiles import Profile
+
+_runtime_ref = cases_of("trainjob-runtime-ref")
+REF, not_found, not_synced = _runtime_ref.REF, _runtime_ref.not_found, _runtime_ref.not_synced
 
 RUNTIME_REF = "trainjob-runtime-ref"
 
@@ -398,55 +401,3 @@ def cases(p: Profile) -> list[Case]:
             parameters=gpu32,
         ),
     ]
-
-
-RULE = Rule(
-    id="trainjob-resource-budget",
-    title="A TrainJob's total requests, trainer nodes and Pods stay within a budget",
-    description=(
-        "On CREATE, UPDATE and in audit, the TrainJob's PodSets are computed as the Trainer computes them from its "
-        "runtime (read from data.inventory): per-Pod requests by Kubernetes' pod request formula (limits stand in "
-        "for missing requests; spec.trainer.resourcesPerNode on the node containers) times each PodSet's count. "
-        "The total per resource must not exceed maxTotal, the trainer nodes maxTrainerNodes, the Pods (a gang "
-        "scheduler's minMember) maxPods; namespaces[<ns>] replaces any of them for one namespace. Quantities "
-        "compare exactly. With no limit set nothing is checked; when limits are set, a runtime that cannot be "
-        "read or a value that is not a quantity is a violation (fail closed)."
-    ),
-    rationale=(
-        "Platform teams need to know how many GPUs a TrainJob will hold before it starts: no team should start a "
-        "64-GPU job by accident. The Trainer models every TrainJob as PodSets and gang schedulers take minMember "
-        "and minResources from them, so the budget uses exactly that model (docs/podsets.md)."
-    ),
-    spec_section="F",
-    version="1.1.6",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(
-        Parameter(
-            "maxTotal",
-            QUANTITY_MAP,
-            {},
-            "Maximum total request per resource name (cpu, memory, nvidia.com/gpu, any extended resource), as a "
-            "Kubernetes quantity.",
-        ),
-        Parameter(
-            "maxTrainerNodes", LIMITS["maxTrainerNodes"], None, "Maximum trainer nodes (numNodes) of a TrainJob."
-        ),
-        Parameter("maxPods", LIMITS["maxPods"], None, "Maximum Pods of a TrainJob over all its PodSets (minMember)."),
-        Parameter(
-            "namespaces",
-            {"type": "object", "additionalProperties": {"type": "object", "properties": LIMITS}},
-            {},
-            "Per-namespace limits: namespaces[<ns>] has maxTotal, maxTrainerNodes and maxPods; each one set replaces "
-            "the default for that namespace (maxTotal per resource name).",
-        ),
-    ),
-    data=DataNeeds(
-        inventory=(
-            SyncKind("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"),
-            SyncKind("trainer.kubeflow.org", "v1alpha1", "TrainingRuntime"),
-        )
-    ),
-    libs=("violations", "review", "runtime", "nanos", "podsets"),
-    cases=cases,
-)

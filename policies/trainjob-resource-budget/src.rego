@@ -1,11 +1,62 @@
 # METADATA
-# title: {{ rule.title }}
+# title: A TrainJob's total requests, trainer nodes and Pods stay within a budget
 # description: >-
-{{ rule.description | comment(3) }}
+#   On CREATE, UPDATE and in audit, the TrainJob's PodSets are computed as the Trainer computes them from its
+#   runtime (read from data.inventory): per-Pod requests by Kubernetes' pod request formula (limits stand in for
+#   missing requests; spec.trainer.resourcesPerNode on the node containers) times each PodSet's count. The total per
+#   resource must not exceed maxTotal, the trainer nodes maxTrainerNodes, the Pods (a gang scheduler's minMember)
+#   maxPods; namespaces[<ns>] replaces any of them for one namespace. Quantities compare exactly. With no limit set
+#   nothing is checked; when limits are set, a runtime that cannot be read or a value that is not a quantity is a
+#   violation (fail closed).
 # custom:
-#   id: {{ rule.id }}
-#   profile: {{ profile.name }}
-package {{ rule.package }}
+#   id: trainjob-resource-budget
+#   version: 1.1.7
+#   specSection: F
+#   rationale: >-
+#     Platform teams need to know how many GPUs a TrainJob will hold before it starts: no team should start a 64-GPU
+#     job by accident. The Trainer models every TrainJob as PodSets and gang schedulers take minMember and
+#     minResources from them, so the budget uses exactly that model (docs/podsets.md).
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [CREATE, UPDATE]
+#   parameters:
+#     - name: maxTotal
+#       description: >-
+#         Maximum total request per resource name (cpu, memory, nvidia.com/gpu, any extended resource), as a
+#         Kubernetes quantity.
+#       default: {}
+#       schema: {type: object, additionalProperties: {x-kubernetes-int-or-string: true}}
+#     - name: maxTrainerNodes
+#       description: Maximum trainer nodes (numNodes) of a TrainJob.
+#       schema: {type: integer, minimum: 0}
+#     - name: maxPods
+#       description: Maximum Pods of a TrainJob over all its PodSets (minMember).
+#       schema: {type: integer, minimum: 0}
+#     - name: namespaces
+#       description: >-
+#         Per-namespace limits: namespaces[<ns>] has maxTotal, maxTrainerNodes and maxPods; each one set replaces
+#         the default for that namespace (maxTotal per resource name).
+#       default: {}
+#       schema:
+#         type: object
+#         additionalProperties:
+#           type: object
+#           properties:
+#             maxTotal:
+#               type: object
+#               additionalProperties:
+#                 x-kubernetes-int-or-string: true
+#             maxTrainerNodes:
+#               type: integer
+#               minimum: 0
+#             maxPods:
+#               type: integer
+#               minimum: 0
+#   inventory:
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: TrainingRuntime}
+package trainertrainjobresourcebudget
 
 import data.lib.trainer.nanos
 import data.lib.trainer.podsets
@@ -13,7 +64,7 @@ import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
 
-evaluated if review.applies_to({{ rule.rego_operations(profile) }})
+evaluated if review.applies_to({"CREATE", "UPDATE"})
 
 trainjob := review.new_object
 

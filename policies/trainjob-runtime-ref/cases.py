@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubeflow_trainer_policy.catalog.model import AUDIT, Case, DataNeeds, Expected, MatchKind, Rule, SyncKind
+from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
 
@@ -25,12 +25,6 @@ SETTINGS = {
     "v2.3": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=True),
 }
 
-RUNTIME_KINDS = DataNeeds(
-    inventory=(
-        SyncKind("trainer.kubeflow.org", "v1alpha1", "TrainingRuntime"),
-        SyncKind("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"),
-    )
-)
 REF = "spec.runtimeRef"
 ENV = "must not have envs for the dataset-initializer, model-initializer, node containers"
 SUBDOMAIN = (
@@ -518,53 +512,3 @@ def cases(p: Profile) -> list[Case]:
     if p.override_field == "runtimePatches":
         result += _manager_cases(p, cluster)
     return result + _volume_mount_cases(p)
-
-
-RULE = Rule(
-    id="trainjob-runtime-ref",
-    title="TrainJob spec.runtimeRef names an existing runtime that its initializers and overrides fit",
-    description=(
-        "The Trainer webhook's runtime checks, CREATE and UPDATE (and audit): spec.runtimeRef (kind defaulting to "
-        "ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org) must name TrainingRuntime or "
-        "ClusterTrainingRuntime of trainer.kubeflow.org (`unsupported runtime: <kind>.<apiGroup>`, or `<kind>` "
-        "alone for an empty group, as Kubernetes prints a GroupKind); the runtime must exist in data.inventory "
-        "(a TrainingRuntime in the TrainJob's namespace) with upstream's NotFound text, which names the Kind "
-        '(`TrainingRuntime.trainer.kubeflow.org "<name>" not found: specified trainingRuntime must be created '
-        "before the TrainJob is created`; the shared spec's lower-case plural resource is not what upstream "
-        "prints); a kind with no objects in the inventory is reported as not synced (Internal) instead of "
-        "claiming the runtime is missing. As upstream, a missing runtime is the only error. Then: "
-        "spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an (init)container "
-        "of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that mounts the volume "
-        "`initializer` (`must have volumeMount with name - initializer in container <c> of the <job> job`; checked "
-        "only once the job and container exist; an initContainer's mount does not count; a runtimePatch of that "
-        "container that adds the mount counts, since upstream validates the merged template); each override entry "
-        "(v2.0 podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each "
-        "runtimePatches replicated job) must target an existing job, its initContainer and container overrides "
-        "must name (init)containers of that job, and containers node, dataset-initializer and model-initializer "
-        "must not get env. Container names are checked against the runtime template BEFORE the overrides are "
-        "merged: upstream merges first (strategic merge by name), so a container it lacks is added and never "
-        "reported; this project does not copy that order. v2.0 reports a targetJob named more than once "
-        "(Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1 also report the container "
-        "overrides of a missing target (upstream does not `continue`), v2.2+ skip them and use the detail `must "
-        "not have replicated job that doesn't exist in the runtime job template`. v2.2+ check each patch's "
-        "manager with apimachinery's IsDomainPrefixedPath at spec.runtimePatches.manager (messages read from "
-        "apimachinery's validation code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not "
-        "upstream's `spec.RuntimeRef` typo."
-    ),
-    rationale=(
-        "A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is "
-        "admitted by the API server and fails later in the controller (or, upstream, silently adds a container). "
-        "Platform teams that run Gatekeeper in front of (or instead of) the Trainer webhook, audit existing "
-        "TrainJobs, or test manifests in CI get the same answer the webhook gives, with the runtimes read from "
-        "Gatekeeper's sync (the bundle's SyncSet)."
-    ),
-    spec_section="E2-E5",
-    version="1.1.0",
-    match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
-    operations=("CREATE", "UPDATE"),
-    parameters=(),
-    data=RUNTIME_KINDS,
-    libs=("violations", "review", "runtime"),
-    cases=cases,
-    settings=SETTINGS,
-)

@@ -1,21 +1,80 @@
 # METADATA
-# title: {{ rule.title }}
+# title: TrainJob spec.runtimeRef names an existing runtime that its initializers and overrides fit
 # description: >-
-{{ rule.description | comment(3) }}
+#   The Trainer webhook's runtime checks, CREATE and UPDATE (and audit): spec.runtimeRef (kind defaulting to
+#   ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org) must name TrainingRuntime or ClusterTrainingRuntime of
+#   trainer.kubeflow.org (`unsupported runtime: <kind>.<apiGroup>`, or `<kind>` alone for an empty group, as
+#   Kubernetes prints a GroupKind); the runtime must exist in data.inventory (a TrainingRuntime in the TrainJob's
+#   namespace) with upstream's NotFound text, which names the Kind (`TrainingRuntime.trainer.kubeflow.org "<name>"
+#   not found: specified trainingRuntime must be created before the TrainJob is created`; the shared spec's
+#   lower-case plural resource is not what upstream prints); a kind with no objects in the inventory is reported as
+#   not synced (Internal) instead of claiming the runtime is missing. As upstream, a missing runtime is the only
+#   error. Then: spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an
+#   (init)container of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that mounts the
+#   volume `initializer` (`must have volumeMount with name - initializer in container <c> of the <job> job`; checked
+#   only once the job and container exist; an initContainer's mount does not count; a runtimePatch of that container
+#   that adds the mount counts, since upstream validates the merged template); each override entry (v2.0
+#   podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each runtimePatches replicated job) must target an existing
+#   job, its initContainer and container overrides must name (init)containers of that job, and containers node,
+#   dataset-initializer and model-initializer must not get env. Container names are checked against the runtime
+#   template BEFORE the overrides are merged: upstream merges first (strategic merge by name), so a container it
+#   lacks is added and never reported; this project does not copy that order. v2.0 reports a targetJob named more
+#   than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1 also report the
+#   container overrides of a missing target (upstream does not `continue`), v2.2+ skip them and use the detail `must
+#   not have replicated job that doesn't exist in the runtime job template`. v2.2+ check each patch's manager with
+#   apimachinery's IsDomainPrefixedPath at spec.runtimePatches.manager (messages read from apimachinery's validation
+#   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
-#   id: {{ rule.id }}
-#   profile: {{ profile.name }}
-package {{ rule.package }}
+#   id: trainjob-runtime-ref
+#   version: 1.1.1
+#   specSection: E2-E5
+#   rationale: >-
+#     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
+#     by the API server and fails later in the controller (or, upstream, silently adds a container). Platform teams
+#     that run Gatekeeper in front of (or instead of) the Trainer webhook, audit existing TrainJobs, or test
+#     manifests in CI get the same answer the webhook gives, with the runtimes read from Gatekeeper's sync (the
+#     bundle's SyncSet).
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [CREATE, UPDATE]
+#   inventory:
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: TrainingRuntime}
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
+package trainertrainjobruntimeref
 
+import data.lib.trainer.profile
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
 
-field := "{{ profile.override_path }}"
+# METADATA
+# title: releases
+# description: >-
+#   duplicate_target_check: a targetJob named twice over all override entries is a Duplicate (v2.0 only).
+#   initializer_volume_mount_check: a configured initializer's container mounts the volume `initializer` (v2.3,
+#   kubeflow/trainer#3714).
+releases := {
+	"v2.0": {"duplicate_target_check": true, "initializer_volume_mount_check": false},
+	"v2.1": {"duplicate_target_check": false, "initializer_volume_mount_check": false},
+	"v2.2": {"duplicate_target_check": false, "initializer_volume_mount_check": false},
+	"v2.3": {"duplicate_target_check": false, "initializer_volume_mount_check": true},
+}
+
+settings := releases[profile.name]
+
+field := sprintf("spec.%s", [profile.override_field])
+
+# METADATA
+# title: runtime_patches
+# description: >-
+#   The TrainJob overrides jobs with runtimePatches (v2.2+, one patch per manager, replicated jobs by name under
+#   trainingRuntimeSpec) rather than override entries naming targetJobs (podSpecOverrides, podTemplateOverrides).
+runtime_patches if profile.override_field == "runtimePatches"
 
 trainjob := review.new_object
 
-checked if review.applies_to({{ rule.rego_operations(profile) }})
+checked if review.applies_to({"CREATE", "UPDATE"})
 
 lookup := runtime.lookup(trainjob)
 
@@ -90,7 +149,6 @@ violation contains v if {
 	not [init.job, init.job] in job_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
 }
-{% if settings.initializer_volume_mount_check %}
 
 initializer_volume := "initializer"
 
@@ -99,8 +157,9 @@ initializer_volume := "initializer"
 # description: >-
 #   Invalid when the initializer job has its container but the main container of that name does not mount
 #   the volume `initializer` (an initContainer's mount does not count; upstream checks main containers only).
-#   Checked only once the job and its container exist, as upstream does.
+#   Checked only once the job and its container exist, as upstream does (v2.3).
 violation contains v if {
+	settings.initializer_volume_mount_check
 	checked
 	lookup.found
 	some init in configured_initializers
@@ -113,8 +172,8 @@ violation contains v if {
 # METADATA
 # title: mounted_initializer_containers
 # description: >-
-#   [job, container] of each main container of the runtime template that mounts `initializer`{{ ", or that a
-#   runtime patch gives such a mount: upstream validates the template after merging the patches" if profile.override_field == "runtimePatches" else "" }}.
+#   [job, container] of each main container of the runtime template that mounts `initializer`, or that a
+#   runtime patch gives such a mount: upstream validates the template after merging the patches.
 mounted_initializer_containers contains [job_name, c] if {
 	some job in runtime.requested_jobs
 	job_name := object.get(job, "name", null)
@@ -122,15 +181,14 @@ mounted_initializer_containers contains [job_name, c] if {
 	job_name == init.job
 	some c in mounting_containers(object.get(job, ["template", "spec", "template", "spec", "containers"], []))
 }
-{% if profile.override_field == "runtimePatches" %}
 
 mounted_initializer_containers contains [t.job, c] if {
+	runtime_patches
 	some t in targets
 	some init in configured_initializers
 	t.job == init.job
 	some c in mounting_containers(t.containers)
 }
-{% endif %}
 
 # METADATA
 # title: mounting_containers
@@ -144,7 +202,6 @@ mounting_containers(list) := {name |
 	object.get({"mount": mount}, ["mount", "name"], null) == initializer_volume
 	name := object.get({"container": container}, ["container", "name"], null)
 }
-{% endif %}
 
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 
@@ -164,17 +221,23 @@ target_containers := [[t.job, list, name] |
 ]
 
 entries := list if {
-	list := object.get(trainjob, ["spec", "{{ profile.override_field }}"], [])
+	list := object.get(trainjob, ["spec", profile.override_field], [])
 	is_array(list)
 } else := []
-{% if profile.override_field == "runtimePatches" %}
 
 # METADATA
 # title: targets
+# description: The overridden jobs and their containers, from runtime patches or from override entries.
+targets := patch_targets if {
+	runtime_patches
+} else := override_targets
+
+# METADATA
+# title: patch_targets
 # description: >-
 #   One entry per replicated-job patch: {job, initContainers, containers}. Patches without
 #   trainingRuntimeSpec.template.spec are skipped; a job patch without a pod spec has no containers.
-targets := [target |
+patch_targets := [target |
 	some patch in entries
 	is_object(patch)
 	job_patches := object.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], [])
@@ -188,12 +251,20 @@ targets := [target |
 	}
 ]
 
-missing_target_detail := "must not have replicated job that doesn't exist in the runtime job template"
+missing_target_detail := "must not have replicated job that doesn't exist in the runtime job template" if {
+	runtime_patches
+} else := "must not have targetJob that doesn't exist in the runtime job template"
 
 # METADATA
 # title: checked_targets
-# description: "Targets whose job exists: v2.2+ skips the container checks of a missing job (`continue`)."
-checked_targets := [t | some t in targets; t.job in job_names]
+# description: >-
+#   Runtime patches: the targets whose job exists (v2.2+ skips the container checks of a missing job with
+#   `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a
+#   missing targetJob, so that entry's container overrides are also reported against the (empty) containers of
+#   the missing job.
+checked_targets := [t | some t in targets; t.job in job_names] if {
+	runtime_patches
+} else := targets
 
 manager_path := "spec.runtimePatches.manager"
 
@@ -201,7 +272,7 @@ subdomain_error := "a lowercase RFC 1123 subdomain must consist of lower case al
 
 path_error := "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"
 
-managers := [m | some patch in entries; m := object.get({"patch": patch}, ["patch", "manager"], null); is_string(m)]
+managers := [m | runtime_patches; some patch in entries; m := object.get({"patch": patch}, ["patch", "manager"], null); is_string(m)]
 
 # METADATA
 # title: checked_managers
@@ -284,14 +355,13 @@ violation contains v if {
 	not regex.match(`^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$`, path(m))
 	v := violations.make(manager_path, "Invalid", path_error)
 }
-{% else %}
 
 # METADATA
-# title: targets
+# title: override_targets
 # description: >-
 #   One entry per targetJob of each override entry: {job, initContainers, containers}, the containers
-#   being the entry's own{{ " (under spec)" if profile.override_field == "podTemplateOverrides" else "" }}.
-targets := [target |
+#   being the entry's own (under spec in podTemplateOverrides).
+override_targets := [target |
 	some entry in entries
 	is_object(entry)
 	target_jobs := object.get(entry, "targetJobs", [])
@@ -299,21 +369,14 @@ targets := [target |
 	some target_job in target_jobs
 	target := {
 		"job": object.get({"target": target_job}, ["target", "name"], null),
-		"initContainers": object.get(entry, [{{ '"spec", ' if profile.override_field == "podTemplateOverrides" else "" }}"initContainers"], []),
-		"containers": object.get(entry, [{{ '"spec", ' if profile.override_field == "podTemplateOverrides" else "" }}"containers"], []),
+		"initContainers": object.get(entry, array.concat(override_pod_path, ["initContainers"]), []),
+		"containers": object.get(entry, array.concat(override_pod_path, ["containers"]), []),
 	}
 ]
 
-missing_target_detail := "must not have targetJob that doesn't exist in the runtime job template"
-
-# METADATA
-# title: checked_targets
-# description: >-
-#   Every target, also a missing one: upstream does not `continue` after a missing targetJob, so that
-#   entry's container overrides are also reported against the (empty) containers of the missing job.
-checked_targets := targets
-{% endif %}
-{% if settings.duplicate_target_check %}
+override_pod_path := ["spec"] if {
+	profile.override_field == "podTemplateOverrides"
+} else := []
 
 quoted(value) := sprintf("%q", [value]) if is_string(value)
 
@@ -333,14 +396,14 @@ duplicate_jobs := {job |
 
 # METADATA
 # title: duplicate target
-# description: Duplicate (value the name) for every targetJob name seen before, over all entries.
+# description: Duplicate (value the name) for every targetJob name seen before, over all entries (v2.0).
 violation contains v if {
+	settings.duplicate_target_check
 	checked
 	lookup.found
 	some job in duplicate_jobs
 	v := violations.make(field, "Duplicate", quoted(job))
 }
-{% endif %}
 
 # METADATA
 # title: target missing

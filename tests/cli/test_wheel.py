@@ -52,7 +52,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider", "bundles", "policies", "requirements"):
+    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     _ok(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", root / "dist", source)
     (built,) = (root / "dist").glob("kubeflow_trainer_policy-*.whl")

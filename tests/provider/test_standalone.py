@@ -56,7 +56,8 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         source.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider", "bundles", "policies", "requirements"):  # the data ships in the wheel
+    # the data ships in the wheel
+    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, source)
     (wheel,) = wheels.glob("kubeflow_trainer_policy-*.whl")

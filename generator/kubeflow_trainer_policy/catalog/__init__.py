@@ -1,64 +1,116 @@
-"""The rule catalog: one folder per rule under generator/kubeflow_trainer_policy/catalog/rules/, sorted by id.
+"""The rule catalog: one folder per rule under policies/, named after the rule's id, sorted by id.
 
-A rule's folder is named after its id (`trainjob-name` -> `rules/trainjob_name/`) and holds everything
-about it: `__init__.py` defines `RULE` (metadata, parameters, data needs, its per-profile settings and its
-cases) and `template.rego.j2` is its Rego. Adding a rule = adding a folder; no other file changes.
+A rule's folder holds everything about it: `src.rego` is its Rego, exactly what every profile's
+ConstraintTemplate carries, with the rule's metadata (title, description, version, kinds, operations,
+parameters, data needs) in the METADATA of its package; `src_test.rego` unit-tests its helpers; `cases.py`
+defines `cases(profile)`, the table of cases from which its Rego tests, gator suite, samples and docs are
+rendered. Adding a rule = adding a folder; no other file changes. The shared libs are policies/lib/trainer/.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import importlib.util
 import sys
+import types
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
-from kubeflow_trainer_policy.catalog.model import Rule, folder_for
-from kubeflow_trainer_policy.profiles import PROFILES
+from kubeflow_trainer_policy.catalog.metadata import MetadataError, parse_metadata, read_annotations
+from kubeflow_trainer_policy.catalog.model import Case, Rule
+from kubeflow_trainer_policy.paths import POLICIES_DIR
+from kubeflow_trainer_policy.profiles import Profile
 
-RULES_DIR = Path(__file__).parent / "rules"
-RULES_PACKAGE = "kubeflow_trainer_policy.catalog.rules"
-TEMPLATE_FILE = "template.rego.j2"
-LIB_DIR = Path(__file__).parent / "templates" / "lib"
+RULE_FILE = "src.rego"
+CASES_FILE = "cases.py"
+LIB_FOLDER = Path("lib") / "trainer"
+LIB_DIR = POLICIES_DIR / LIB_FOLDER
 
 
 class CatalogError(ValueError):
     """A rule folder that does not follow the catalog's layout."""
 
 
-def _import(folder: Path, package: str | None) -> ModuleType:
-    if package is not None:
-        return importlib.import_module(f"{package}.{folder.name}")
-    name = f"_trainer_policy_rule_{folder.name}"
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[])
-    if spec is None or spec.loader is None:
-        raise CatalogError(f"{folder}: cannot import __init__.py")
-    module = importlib.util.module_from_spec(spec)
+def rule_folders(policies_dir: Path) -> list[Path]:
+    """Every folder of policies_dir with a src.rego."""
+    return sorted(p.parent for p in policies_dir.glob(f"*/{RULE_FILE}"))
+
+
+def load_cases_module(folder: Path) -> types.ModuleType:
+    """A rule's cases.py, run as a module named after its folder (no bytecode is written into policies/). A rule
+    that builds on another's cases loads that one with `cases_of(<rule id>)`."""
+    path = folder / CASES_FILE
+    name = f"trainer_policy_cases.{folder.name}"
+    module = sys.modules.get(name)
+    if module is not None and getattr(module, "__file__", None) == str(path):
+        return module
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"{path}: {exc.strerror or exc}") from exc
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module
 
 
-def load_rules(rules_dir: Path, package: str | None = None) -> tuple[Rule, ...]:
-    """Every rule folder under `rules_dir` (imported as `package.<folder>` when given, else by path)."""
+def cases_of(rule_id: str, policies_dir: Path | None = None) -> types.ModuleType:
+    """The cases module of the rule `rule_id` (policies/<rule_id>/cases.py), for a rule that builds on its cases."""
+    return load_cases_module((policies_dir or POLICIES_DIR) / rule_id)
+
+
+def _cases(folder: Path) -> Callable[[Profile], list[Case]]:
+    cases = getattr(load_cases_module(folder), "cases", None)
+    if not callable(cases):
+        raise CatalogError(f"{folder / CASES_FILE}: defines no `cases(profile)` function")
+    return cases
+
+
+def load_rules(policies_dir: Path) -> tuple[Rule, ...]:
+    """Every rule folder under `policies_dir`, with its metadata as OPA reads it from the modules there."""
+    from kubeflow_trainer_policy.engine.rego_ast import RegoParser
+
+    folders = rule_folders(policies_dir)
+    modules = {
+        path.relative_to(policies_dir).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(policies_dir.rglob("*.rego"))
+        if not path.name.endswith("_test.rego")
+    }
+    parser = RegoParser()
+    packages = {}
+    for folder in folders:
+        if not (folder / CASES_FILE).is_file():
+            raise CatalogError(f"{folder}: no {CASES_FILE}")
+        rel = (folder / RULE_FILE).relative_to(policies_dir).as_posix()
+        packages[rel] = parser.parse(rel, modules[rel]).package
+    annotations = read_annotations(modules, packages)
     rules: list[Rule] = []
-    for folder in sorted(p for p in rules_dir.iterdir() if (p / "__init__.py").is_file()):
-        rule = getattr(_import(folder, package), "RULE", None)
-        if not isinstance(rule, Rule):
-            raise CatalogError(f"{folder / '__init__.py'}: defines no `RULE = Rule(...)`")
-        if folder.name != folder_for(rule.id):
-            raise CatalogError(f"{folder}: rule {rule.id!r} belongs in a folder named {folder_for(rule.id)}")
-        if not (folder / TEMPLATE_FILE).is_file():
-            raise CatalogError(f"{folder}: no {TEMPLATE_FILE}")
-        missing = [name for name in PROFILES if rule.settings and name not in rule.settings]
-        if missing:
-            raise CatalogError(f"{folder / '__init__.py'}: RULE.settings has no entry for {', '.join(missing)}")
-        rules.append(dataclasses.replace(rule, folder=folder))
+    for folder in folders:
+        rel = (folder / RULE_FILE).relative_to(policies_dir).as_posix()
+        source = str(folder / RULE_FILE)
+        try:
+            meta = parse_metadata(annotations[rel], source)
+        except MetadataError as exc:
+            raise CatalogError(str(exc)) from exc
+        if meta.id != folder.name:
+            raise CatalogError(f"{source}: rule {meta.id!r} belongs in a folder named {meta.id}")
+        rule = Rule(
+            **{name: getattr(meta, name) for name in meta.__dataclass_fields__},
+            cases=_cases(folder),
+            package=packages[rel],
+            source=modules[rel],
+            folder=folder,
+        )
+        if rule.package != rule.template_name:
+            raise CatalogError(f"{source}: package {rule.package} must be the template name {rule.template_name}")
+        rules.append(rule)
     return tuple(sorted(rules, key=lambda r: r.id))
 
 
 @cache
 def load_catalog() -> tuple[Rule, ...]:
-    return load_rules(RULES_DIR, RULES_PACKAGE)
+    return load_rules(POLICIES_DIR)

@@ -1,4 +1,4 @@
-"""The rule catalog's data model: a rule is metadata + a Rego template + a table of cases."""
+"""The rule catalog's data model: a rule is its Rego (with metadata) and a table of cases."""
 
 from __future__ import annotations
 
@@ -104,15 +104,13 @@ def kind_for(rule_id: str) -> str:
     return "Trainer" + "".join(KIND_WORDS.get(word, word.capitalize()) for word in rule_id.split("-"))
 
 
-def folder_for(rule_id: str) -> str:
-    """The rule's folder (and Python package) under generator/catalog/rules/."""
-    return rule_id.replace("-", "_")
-
-
 @dataclass(frozen=True)
 class Rule:
+    """A rule as its folder policies/<id>/ defines it: src.rego (the Rego, with the rule's metadata in its
+    package METADATA) and cases.py (its table of cases)."""
+
     id: str
-    """kebab-case; the Constraint kind, template, package and folder names all derive from it."""
+    """kebab-case, the folder's name; the Constraint kind and template name derive from it."""
     title: str
     description: str
     rationale: str
@@ -123,20 +121,18 @@ class Rule:
     operations: tuple[str, ...]
     parameters: tuple[Parameter, ...]
     data: DataNeeds
-    libs: tuple[str, ...]
-    """Lib modules (names under generator/catalog/templates/lib/, without .rego) the template imports."""
     cases: Callable[[Profile], list[Case]]
-    template_vars: dict[str, Json] = field(default_factory=dict)
+    package: str
+    """The Rego package of src.rego (the template name, which Gatekeeper requires of a template's rego)."""
+    source: str
+    """src.rego as written: the rego of every profile's ConstraintTemplate."""
+    folder: Path
+    operations_by_profile: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Profile name -> the requests the rule judges in that Trainer release, where they are fewer."""
     alternative_to: str = ""
     """The id of the rule this one replaces in the bundle's external-data variant ("" for none)."""
     enforcement_action: str = "deny"
     """The default Constraint's enforcementAction: `deny`, or `warn` for rules that mirror upstream warnings."""
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    """Profile name -> what this rule does differently in that Trainer release (the template's `settings`);
-    empty when the rule needs no switch of its own. Every profile must have an entry when it is not empty."""
-
-    folder: Path | None = field(default=None, compare=False, repr=False)
-    """The rule's folder (metadata, cases, template.rego.j2); set when the catalog loads it."""
 
     @property
     def kind(self) -> str:
@@ -147,19 +143,9 @@ class Rule:
     def template_name(self) -> str:
         return self.kind.lower()
 
-    @property
-    def package(self) -> str:
-        return self.template_name
-
     def operations_in(self, profile: Profile) -> tuple[str, ...]:
-        """The requests the rule judges in `profile`: `operations`, unless the rule's settings for that release
-        narrow them (an `operations` attribute, e.g. v2.0's name webhook judges CREATE only)."""
-        narrowed = getattr(self.settings.get(profile.name), "operations", None)
-        return tuple(narrowed) if narrowed else self.operations
-
-    def rego_operations(self, profile: Profile) -> str:
-        """`operations_in(profile)` as a Rego set literal, for `review.applies_to(...)` in templates."""
-        return "{" + ", ".join(f'"{op}"' for op in self.operations_in(profile)) + "}"
+        """The requests the rule judges in `profile`."""
+        return self.operations_by_profile.get(profile.name, self.operations)
 
     def default_parameters(self) -> dict[str, Json]:
         return {p.name: p.default for p in self.parameters if p.default is not None}

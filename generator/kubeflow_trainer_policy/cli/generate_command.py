@@ -1,4 +1,5 @@
-"""`trainer-policy generate`: render policies/, bundles/gatekeeper/<profile>/ and docs/policies/ from the catalog."""
+"""`trainer-policy generate`: render profiles/<profile>/, bundles/gatekeeper/<profile>/ and docs/policies/ from
+policies/."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "generate",
-        help="render the Rego, Gatekeeper bundles and docs from the rule catalog",
+        help="render the profiles' libs, Gatekeeper bundles and docs from the rules under policies/",
         description=(
-            "Render policies/<profile>/ (Rego modules, libs and their unit tests), bundles/gatekeeper/<profile>/, "
-            "docs/policies/ and the README's rule table from the rule catalog. Files there that it did not "
-            "generate are never deleted (it refuses instead). With --check, write nothing and exit 1 when a "
-            "committed file differs from what the catalog generates, naming the catalog file to edit and "
-            "showing the difference."
+            "Render profiles/<profile>/profile.rego, bundles/gatekeeper/<profile>/ (ConstraintTemplates, "
+            "Constraints, gator suites and samples), docs/policies/ and the README's tables from the rule folders "
+            "under policies/ and the profiles. Files there that it did not generate are never deleted (it refuses "
+            "instead). With --check, write nothing and exit 1 when a committed file differs from what the sources "
+            "generate, naming the source to edit and showing the difference."
         ),
     )
     parser.add_argument(
@@ -40,11 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def rule_sources() -> dict[str, list[str]]:
-    """Rule id -> the catalog folder it is generated from (its metadata, cases and Rego template; libs are
-    named by their own generated files under policies/lib/)."""
+    """Rule id -> the folder its generated files come from (src.rego and its METADATA, cases.py)."""
     from kubeflow_trainer_policy.catalog import load_catalog
 
-    return {rule.id: [_relative(rule.folder) + "/"] for rule in load_catalog() if rule.folder is not None}
+    return {rule.id: [_relative(rule.folder) + "/"] for rule in load_catalog()}
 
 
 def _relative(path: Path) -> str:
@@ -55,16 +55,16 @@ def _relative(path: Path) -> str:
 
 
 def catalog_files_for(rel: str, sources: dict[str, list[str]]) -> list[str]:
-    """The catalog files to edit so that the generated file `rel` changes."""
+    """The sources to edit so that the generated file `rel` changes."""
     parts = rel.split("/")
-    if rel.startswith("policies/lib/trainer/"):
-        return [f"generator/catalog/templates/lib/{parts[-1]}"]
+    if parts[0] == "profiles":
+        return ["generator/kubeflow_trainer_policy/profiles.py"]
     for rule_id, files in sources.items():
         if rule_id in parts or parts[-1] == f"{rule_id}.md":
-            return files
+            return [*files, "the libs it imports (policies/lib/trainer/)"]
     if rel.endswith("template_versions.json"):
-        return ["the `version` of the changed rule in generator/catalog/rules/<rule>/__init__.py"]
-    return ["generator/catalog/ (every rule contributes to this file)"]
+        return ["the `custom.version` in the METADATA of the changed rule's policies/<rule>/src.rego"]
+    return ["policies/ (every rule contributes to this file)"]
 
 
 def _diff(rel: str, expected: str | None) -> list[str]:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if not is_checkout():  # an installed copy: its shipped files are read-only data, site-packages is no checkout
         raise InputError(
             str(PROJECT_ROOT),
-            "generate works in a source checkout of kubeflow-trainer-policy (it rewrites policies/, bundles/, docs/ "
+            "generate works in a source checkout of kubeflow-trainer-policy (it rewrites profiles/, bundles/, docs/ "
             "there); this is an installed copy",
         )
     try:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, EXTERNAL_DATA_VARIANT, POLICIES_DIR
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR, PROFILES_DIR
 
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
@@ -20,14 +21,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "test",
         help="run the Rego unit tests and gator suites on the engine",
         description=(
-            "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders "
-            "(default: each profile's policies/<profile>/ with its external-data variant "
-            "policies/external-data/<profile>/, one engine per profile, and bundles/). Each PATH loads into an "
-            "engine of its own. Ends with a line `N passed, N failed`."
+            "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders. "
+            "By default: per profile, policies/ with profiles/<profile>/ (as `opa test policies/ "
+            "profiles/<profile>/` loads them) and every rule's cases as Rego tests, one engine per profile; then "
+            "the suites under bundles/. Each PATH loads into an engine of its own. Ends with a line "
+            "`N passed, N failed`."
         ),
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="folders to test (default: each policies/<profile> and bundles)"
+        "paths", nargs="*", metavar="PATH", help="folders to test (default: policies/ per profile, and bundles)"
     )
     parser.add_argument(
         "--coverage", action="store_true", help="report line coverage of the non-test Rego modules (default: off)"
@@ -52,12 +54,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+@dataclass(frozen=True)
+class Group:
+    """Folders loaded into one engine, and the profile whose rule cases run with them as Rego tests (if any)."""
+
+    paths: tuple[Path, ...]
+    profile: str | None = None
+    label: str = ""
+
+
 def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.testing.outcome import Coverage
 
-    # Each group loads into one engine: a PATH alone, or by default a profile with its external-data variant.
-    groups = [(Path(p),) for p in args.paths] or _default_groups()
-    paths = [path for group in groups for path in group]
+    # Each group loads into one engine: a PATH alone, or by default policies/ with one profile.
+    groups = [Group((Path(p),), None, _display(Path(p))) for p in args.paths] or _default_groups()
+    paths = [path for group in groups for path in group.paths]
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")
@@ -73,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if error is not None:
             raise InputError(*error)
         outcomes += folder_outcomes
-        by_folder.append((group[0], folder_outcomes))
+        by_folder.append((group.label, folder_outcomes))
         if coverage is not None and folder_coverage is not None:
             coverage.add(
                 {
@@ -82,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 }
             )
     if not outcomes:
-        where = ", ".join(map(str, paths)) or "policies/, bundles/"
+        where = ", ".join(map(str, paths)) or "policies/, profiles/, bundles/"
         raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
     failed = sum(not o.passed for o in outcomes)
     status = EXIT_FAILED if failed else 0
@@ -112,7 +123,7 @@ FolderResult = tuple[list["TestOutcome"], "Coverage | None", tuple[str, str, str
 """A folder's outcomes and coverage, or the (source, message, field) of the InputError that stopped it."""
 
 
-def _run_folders(groups: list[tuple[Path, ...]], coverage: bool, base: Path | None) -> list[FolderResult]:
+def _run_folders(groups: list[Group], coverage: bool, base: Path | None) -> list[FolderResult]:
     """Each group loads into an engine of its own, so groups run in worker processes, one per core; a single
     group (or a single core) runs here."""
     from kubeflow_trainer_policy.engine.workers import engine_workers, worker_count
@@ -123,16 +134,19 @@ def _run_folders(groups: list[tuple[Path, ...]], coverage: bool, base: Path | No
         return list(pool.map(run_folder, groups, [coverage] * len(groups), [base] * len(groups)))
 
 
-def run_folder(group: Path | tuple[Path, ...], coverage: bool, base: Path | None = None) -> FolderResult:
-    """`opa test path...` (with coverage when asked) and every gator Suite under the paths."""
+def run_folder(group: Group | Path, coverage: bool, base: Path | None = None) -> FolderResult:
+    """`opa test path...` (with coverage when asked; with the profile's rule cases as Rego tests) and every gator
+    Suite under the paths."""
     from kubeflow_trainer_policy.testing.outcome import Coverage
-    from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
+    from kubeflow_trainer_policy.testing.rego_tests import case_test_files, run_rego_tests
     from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
 
-    paths = (group,) if isinstance(group, Path) else group
+    group = Group((group,)) if isinstance(group, Path) else group
+    paths = group.paths
     folder_coverage = Coverage() if coverage else None
     try:
-        outcomes = run_rego_tests(paths, folder_coverage, base)
+        extra = case_test_files(group.profile) if group.profile else []
+        outcomes = run_rego_tests(paths, folder_coverage, base, extra)
         for path in paths:
             for suite in find_suites(path):
                 outcomes += run_suite(suite)
@@ -141,17 +155,15 @@ def run_folder(group: Path | tuple[Path, ...], coverage: bool, base: Path | None
     return outcomes, folder_coverage, None
 
 
-def _default_groups() -> list[tuple[Path, ...]]:
-    """Per generated profile, policies/<profile>/ with its external-data variant policies/external-data/<profile>/
-    (they load together, as `opa test --capabilities ... policies/<profile> policies/external-data/<profile>`;
-    the profiles share package names, so each loads alone), then bundles/."""
-    folders = POLICIES_DIR.glob("*") if POLICIES_DIR.is_dir() else []
-    profiles = sorted(p for p in folders if p.is_dir() and p.name != EXTERNAL_DATA_VARIANT)
-    groups = []
-    for profile in profiles:
-        variant = POLICIES_DIR / EXTERNAL_DATA_VARIANT / profile.name
-        groups.append((profile, variant) if variant.is_dir() else (profile,))
-    return [*groups, *([(BUNDLES_DIR,)] if BUNDLES_DIR.is_dir() else [])]
+def _default_groups() -> list[Group]:
+    """Per profile (profiles/<profile>/), policies/ with the profile's lib and the rules' cases as Rego tests (the
+    profiles share package names, so each loads alone), then bundles/."""
+    folders = PROFILES_DIR.glob("*") if PROFILES_DIR.is_dir() else []
+    groups = [
+        Group((POLICIES_DIR, profile), profile.name, f"policies + profiles/{profile.name}")
+        for profile in sorted(p for p in folders if p.is_dir())
+    ]
+    return [*groups, *([Group((BUNDLES_DIR,), None, _display(BUNDLES_DIR))] if BUNDLES_DIR.is_dir() else [])]
 
 
 def _report_coverage(coverage: Coverage, threshold: float | None, out: TextIO) -> int:
@@ -179,7 +191,7 @@ def _split(name: str) -> tuple[str, str]:
     return name, name
 
 
-def _junit(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+def _junit(by_folder: list[tuple[str, list[TestOutcome]]]) -> str:
     from kubeflow_trainer_policy.cli.reports import Case, Suite, junit_xml
 
     suites = []
@@ -189,13 +201,13 @@ def _junit(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
             classname, name = _split(outcome.name)
             failure = None if outcome.passed else (outcome.detail or "failed")
             cases.append(Case(classname=classname, name=name, failure=failure, detail=outcome.detail))
-        suites.append(Suite(_display(folder), cases))
+        suites.append(Suite(folder, cases))
     return junit_xml("trainer-policy test", suites)
 
 
-def _json(by_folder: list[tuple[Path, list[TestOutcome]]], coverage: Coverage | None) -> dict[str, object]:
+def _json(by_folder: list[tuple[str, list[TestOutcome]]], coverage: Coverage | None) -> dict[str, object]:
     tests = [
-        {"folder": _display(folder), "name": o.name, "passed": o.passed, **({"detail": o.detail} if o.detail else {})}
+        {"folder": folder, "name": o.name, "passed": o.passed, **({"detail": o.detail} if o.detail else {})}
         for folder, outcomes in by_folder
         for o in outcomes
     ]
@@ -206,18 +218,18 @@ def _json(by_folder: list[tuple[Path, list[TestOutcome]]], coverage: Coverage | 
     return body
 
 
-def _table(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+def _table(by_folder: list[tuple[str, list[TestOutcome]]]) -> str:
     from kubeflow_trainer_policy.cli.reports import table
 
     rows = []
     for folder, outcomes in by_folder:
         failed = sum(not o.passed for o in outcomes)
-        rows.append((_display(folder), str(len(outcomes) - failed), str(failed)))
+        rows.append((folder, str(len(outcomes) - failed), str(failed)))
     return table(("FOLDER", "PASSED", "FAILED"), rows)
 
 
 def _display(folder: Path) -> str:
-    """A shipped folder by its place in the package or checkout (policies/v2.0), any other as given."""
+    """A shipped folder by its place in the package or checkout (bundles), any other as given."""
     try:
         return folder.resolve().relative_to(POLICIES_DIR.parent.resolve()).as_posix()
     except ValueError:

@@ -1,5 +1,6 @@
-"""Every emitted Rego module: policies/<profile>/ and policies/external-data/<profile>/, the rego and libs of every
-ConstraintTemplate under bundles/gatekeeper/, and each OPA bundle's entry module."""
+"""Every Rego module that ships: policies/ (the rules and libs, with their tests), each profile's lib
+profiles/<profile>/profile.rego, the rego and libs of every ConstraintTemplate under bundles/gatekeeper/, and each
+OPA bundle's entry module."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def policy_modules(root: Path) -> list[Module]:
             test=path.name.endswith("_test.rego"),
             template=True,
         )
-        for path in sorted((root / "policies").rglob("*.rego"))
+        for path in [*sorted((root / "policies").rglob("*.rego")), *sorted((root / "profiles").glob("*/*.rego"))]
     ]
 
 

@@ -1,6 +1,7 @@
-"""policies/external-data/capabilities.json: the capabilities of the oldest OPA the project holds to (tools/opa,
-OPA 1.4.2) plus Gatekeeper's external_data builtin, so that `opa test --capabilities` compiles the external-data
-variant. `python -m kubeflow_trainer_policy.opa.capabilities` rewrites it; `make build` checks it is current."""
+"""profiles/capabilities.json: the capabilities of the oldest OPA the project holds to (tools/opa, OPA 1.4.2) plus
+Gatekeeper's external_data builtin, so that `opa test --capabilities` compiles the rule of the external-data variant
+beside the others and nothing newer than OPA 1.4.2 slips in. `python -m kubeflow_trainer_policy.opa.capabilities`
+rewrites it; `make build` checks it is current."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import sys
 from pathlib import Path
 
 from kubeflow_trainer_policy.opa.run import run_opa
-from kubeflow_trainer_policy.paths import POLICIES_DIR
+from kubeflow_trainer_policy.paths import PROFILES_DIR
 
-CAPABILITIES = POLICIES_DIR / "external-data" / "capabilities.json"
+CAPABILITIES = PROFILES_DIR / "capabilities.json"
 EXTERNAL_DATA = {
     "name": "external_data",
     "decl": {"type": "function", "args": [{"type": "any"}], "result": {"type": "any"}},
@@ -23,7 +24,19 @@ def expected() -> str:
     """`opa capabilities --current` of the OPA in use, with external_data added, as the file should read."""
     current = json.loads(run_opa(["capabilities", "--current"]).stdout)
     current["builtins"] = sorted([*current["builtins"], EXTERNAL_DATA], key=lambda b: b["name"])
-    return json.dumps(current, indent=2) + "\n"
+    return _one_entry_per_line(current)
+
+
+def _one_entry_per_line(capabilities: dict) -> str:
+    """The JSON with each builtin on a line of its own (OPA reads any JSON layout; this one reads and diffs)."""
+    fields = []
+    for key, value in capabilities.items():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            items = ",\n".join(f"    {json.dumps(item, sort_keys=True)}" for item in value)
+            fields.append(f"  {json.dumps(key)}: [\n{items}\n  ]")
+        else:
+            fields.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
 
 
 def main(argv: list[str]) -> int:

@@ -1,10 +1,10 @@
 """`python -m kubeflow_trainer_policy.opa.checks [--dist DIR] [ROOT]`: everything the project ships, through the
 real OPA (tools/opa on OPA 1.4.2, older than the OPA of any supported Gatekeeper, or $TRAINER_POLICY_OPA):
 
-- each profile's policies/<profile>/: `opa fmt --list` lists nothing, `opa check --strict` and `opa test` pass on
-  OPA's default capabilities; with its external-data variant policies/external-data/<profile>/ the same under
-  `--capabilities policies/external-data/capabilities.json`, which must be OPA's current capabilities plus
-  external_data;
+- policies/ and profiles/: `opa fmt --list` lists nothing; with each profile's lib, `opa check --strict` and
+  `opa test` pass under `--capabilities profiles/capabilities.json` (which must be OPA's current capabilities plus
+  external_data), the tests being the hand-written ones and every rule's cases as Rego tests, written to
+  build/case-tests/<profile>/;
 - every ConstraintTemplate under bundles/: its rego and libs (what Gatekeeper compiles, one template at a time)
   are `opa fmt` output and pass `opa check --strict` (with the capabilities file when they call external_data);
 - every bundle in DIR: `opa run --bundle` activates it, and its modules are `opa fmt` output and pass
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -28,8 +29,10 @@ import yaml
 from kubeflow_trainer_policy.opa import capabilities
 from kubeflow_trainer_policy.opa.run import run_opa
 from kubeflow_trainer_policy.opa.toolchain import ToolchainError, opa_binary
-from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
-from kubeflow_trainer_policy.render.rego import calls_external_data
+from kubeflow_trainer_policy.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.render.rego import CAPABILITIES, PROFILES, calls_external_data
+
+CASE_TESTS = "build/case-tests"
 
 
 @dataclass(frozen=True)
@@ -55,33 +58,43 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def policy_commands(root: Path) -> list[Command]:
-    policies = root / "policies"
-    caps = policies / EXTERNAL_DATA_VARIANT / "capabilities.json"
-    commands = []
-    for profile in sorted(p for p in policies.glob("*") if p.is_dir() and p.name != EXTERNAL_DATA_VARIANT):
-        shown = _rel(profile, root)
-        commands += [
-            Command(("fmt", "--list", str(profile)), f"opa fmt --list {shown}", expect_no_output=True),
-            Command(("check", "--strict", str(profile)), f"opa check --strict {shown}"),
-            Command(("test", str(profile)), f"opa test {shown}"),
-        ]
-        variant = policies / EXTERNAL_DATA_VARIANT / profile.name
-        if variant.is_dir():
-            both = ["--capabilities", str(caps), str(profile), str(variant)]
-            shown = f"--capabilities {_rel(caps, root)} {_rel(profile, root)} {_rel(variant, root)}"
-            listed = f"opa fmt --list {_rel(variant, root)}"
-            commands += [
-                Command(("fmt", "--list", str(variant)), listed, expect_no_output=True),
-                Command(("check", "--strict", *both), f"opa check --strict {shown}"),
-                Command(("test", *both), f"opa test {shown}"),
-            ]
+def write_case_tests(root: Path) -> Path:
+    """Every rule's cases as Rego tests, per profile, under root/build/case-tests/<profile>/<rule>/."""
+    from kubeflow_trainer_policy.catalog import load_rules
+    from kubeflow_trainer_policy.profiles import generated_profiles
+    from kubeflow_trainer_policy.render.rego_tests import case_tests_path, render_rule_tests
+
+    out = root / CASE_TESTS
+    shutil.rmtree(out, ignore_errors=True)
+    rules = load_rules(root / "policies")
+    for profile in generated_profiles():
+        for rule in rules:
+            path = out / profile.name / case_tests_path(rule)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_rule_tests(rule, profile), encoding="utf-8")
+    return out
+
+
+def policy_commands(root: Path, case_tests: Path | None) -> list[Command]:
+    policies, caps = root / "policies", root / CAPABILITIES
+    profiles = sorted(p for p in (root / PROFILES).glob("*") if p.is_dir())
+    listed = f"opa fmt --list policies {PROFILES}"
+    commands = [Command(("fmt", "--list", str(policies), str(root / PROFILES)), listed, expect_no_output=True)]
+    for profile in profiles:
+        args = ["--capabilities", str(caps), str(policies), str(profile)]
+        shown = f"--capabilities {CAPABILITIES} policies {_rel(profile, root)}"
+        commands.append(Command(("check", "--strict", *args), f"opa check --strict {shown}"))
+        built = case_tests / profile.name if case_tests is not None else None
+        if built is not None and built.is_dir():
+            args.append(str(built))
+            shown += f" {_rel(built, root)}"
+        commands.append(Command(("test", *args), f"opa test {shown}"))
     return commands
 
 
 def template_commands(root: Path, scratch: Path) -> list[Command]:
     """Each template's rego and libs as files of a folder of their own (Gatekeeper compiles them together)."""
-    caps = root / "policies" / EXTERNAL_DATA_VARIANT / "capabilities.json"
+    caps = root / CAPABILITIES
     commands = []
     templates = sorted((root / "bundles").rglob("template.yaml"))
     for template in templates:
@@ -137,7 +150,7 @@ def _run(command: Command) -> Outcome:
 
 
 def capability_problems(root: Path) -> list[str]:
-    path = root / "policies" / EXTERNAL_DATA_VARIANT / "capabilities.json"
+    path = root / CAPABILITIES
     if not path.is_file() or path.read_text() != capabilities.expected():
         return [
             f"{_rel(path, root)}: not the current OPA's capabilities plus external_data "
@@ -146,11 +159,12 @@ def capability_problems(root: Path) -> list[str]:
     return []
 
 
-def run_checks(root: Path, dist: Path | None) -> tuple[int, list[str]]:
-    """(commands run, problems), printing each command's result as it goes."""
+def run_checks(root: Path, dist: Path | None, case_tests: Path | None = None) -> tuple[int, list[str]]:
+    """(commands run, problems), printing each command's result as it goes. `case_tests`: the rules' cases as
+    Rego tests (write_case_tests), run with each profile."""
     with tempfile.TemporaryDirectory(prefix="trainer-policy-opa-checks-") as tmp:
         scratch = Path(tmp)
-        commands = policy_commands(root) + template_commands(root, scratch)
+        commands = policy_commands(root, case_tests) + template_commands(root, scratch)
         if dist is not None:
             commands += bundle_commands(dist, root, scratch)
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -177,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     version = run_opa(["version"]).stdout.splitlines()[0]
     print(f"opa: {binary} ({version})")
-    count, problems = run_checks(Path(args.root), Path(args.dist) if args.dist else None)
+    root = Path(args.root)
+    count, problems = run_checks(root, Path(args.dist) if args.dist else None, write_case_tests(root))
     for problem in problems:
         print(problem, file=sys.stderr)
     print(f"opa checks: {count} commands, {len(problems)} problems")

@@ -12,7 +12,7 @@ from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
-from kubeflow_trainer_policy.render.rego import render_module, shipped_libs
+from kubeflow_trainer_policy.render.rego import shipped_libs
 from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
 
 TARGET = "admission.k8s.gatekeeper.sh"
@@ -53,7 +53,6 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
         annotations["metadata.gatekeeper.sh/requires-sync-data"] = json.dumps(
             [[{"groups": [k.group], "versions": [k.version], "kinds": [k.kind]}] for k in rule.data.inventory]
         )
-    module = render_module(rule, profile)
     return {
         "apiVersion": "templates.gatekeeper.sh/v1",
         "kind": "ConstraintTemplate",
@@ -76,8 +75,8 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
                             "engine": "Rego",
                             "source": {
                                 "version": "v1",
-                                "rego": module,
-                                "libs": [shipped.source for shipped in shipped_libs(rule, module)],
+                                "rego": rule.source,
+                                "libs": [shipped.source for shipped in shipped_libs(rule, profile)],
                             },
                         }
                     ],
@@ -154,13 +153,13 @@ def _suite(rule: Rule, cases: list[Case]) -> dict[str, Any]:
 SUITE_NOTE = (
     "# gator format: `gator verify` and `trainer-policy test` run it. An AdmissionReview sample is an admission\n"
     '# request; a bare object is reviewed as Gatekeeper\'s audit does (operation ""). Cases that need\n'
-    "# non-default parameters are in the Rego unit tests (policies/) and pytest (tests/rules/).\n"
+    "# non-default parameters are in the rule's Rego tests (built from its cases.py) and pytest (tests/rules/).\n"
 )
 PROVIDER_SUITE_NOTE = (
     "# The same format as a gator suite, under trainer-policy.kubeflow.org so that `gator verify` skips it: gator\n"
     "# registers no external_data builtin and cannot load this template. `trainer-policy test` runs it, answering\n"
     "# the `providers` with the provider's own request handler over each case's inventory. Provider failures are\n"
-    "# in the Rego unit tests (policies/) and pytest (tests/rules/).\n"
+    "# in the rule's Rego tests (built from its cases.py) and pytest (tests/rules/).\n"
 )
 
 
@@ -178,7 +177,7 @@ def _sample(case: Case) -> dict[str, Any]:
 
 def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
     """Files of one rule's folder, relative to it."""
-    source = f"generator/catalog (rule {rule.id}, profile {profile.name})"
+    source = f"policies/{rule.id}/ (profile {profile.name})"
     files = {
         "template.yaml": _yaml(source, constraint_template(rule, profile)),
         "kustomization.yaml": _yaml(source, _kustomization(["template.yaml"]), RULE_KUSTOMIZE_NOTE),
@@ -272,7 +271,7 @@ def _install(rules: list[Rule], source: str, folder: str, what: str) -> dict[str
 
 def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
     """Files of bundles/gatekeeper/<profile>/, relative to it."""
-    source = f"generator/catalog (profile {profile.name})"
+    source = f"policies/ (profile {profile.name})"
     files: dict[str, str] = {}
     for rule in rules:
         for path, text in rule_files(rule, profile).items():

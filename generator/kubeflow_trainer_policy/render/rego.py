@@ -1,22 +1,26 @@
-"""Rego modules: one per rule and profile (jinja2), plus the shared libs under lib.trainer.*."""
+"""The Rego a profile's templates carry: each rule's src.rego as written, the libs it imports (directly or through
+another lib) from policies/lib/trainer/, and the profile's own lib `lib.trainer.profile`, generated from
+profiles.py into profiles/<profile>/profile.rego."""
 
 from __future__ import annotations
 
 import json
 import re
-import textwrap
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-import jinja2
 import yaml
 
-from kubeflow_trainer_policy.catalog import LIB_DIR, TEMPLATE_FILE
+from kubeflow_trainer_policy.catalog import LIB_DIR
 from kubeflow_trainer_policy.catalog.model import Rule
 from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render.header import header
+
+PROFILE_LIB = "profile"
+"""`data.lib.trainer.profile`: what differs between Trainer releases, as data the rules read."""
+PROFILES = "profiles"
+CAPABILITIES = f"{PROFILES}/capabilities.json"
 
 
 @dataclass(frozen=True)
@@ -24,23 +28,12 @@ class Lib:
     name: str
     source: str
 
-    @property
-    def path(self) -> str:
-        """Relative to policies/."""
-        return f"lib/trainer/{self.name}.rego"
-
-
-def _comment(text: str, indent: int) -> str:
-    """A text as `#`-comment lines for a METADATA block (wrapped, no trailing spaces)."""
-    lines = textwrap.wrap(" ".join(text.split()), width=100, break_on_hyphens=False, break_long_words=False)
-    return "\n".join(f"#{' ' * indent}{line}" for line in lines)
-
 
 def yaml_scalar(value: str) -> str:
     """A METADATA value as a YAML scalar: plain when YAML reads it back unchanged, else double-quoted.
 
     OPA parses METADATA as YAML and refuses the module when that fails (a plain `title: a: b` is a mapping
-    error), so every value a template fills in goes through here."""
+    error), so every value written into a METADATA block goes through here."""
     text = " ".join(str(value).split())
     try:
         plain_ok = yaml.safe_load(f"k: {text}\n") == {"k": text}
@@ -49,62 +42,39 @@ def yaml_scalar(value: str) -> str:
     return text if plain_ok and " #" not in text else json.dumps(text)
 
 
-@cache
-def _environment(rules_dir: Path) -> jinja2.Environment:
-    """Templates are named `<rule folder>/template.rego.j2`, so a variant rule can include its base's."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(rules_dir)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+def profile_path(profile: Profile) -> str:
+    """profiles/<profile>/profile.rego, relative to the project root."""
+    return f"{PROFILES}/{profile.name}/profile.rego"
+
+
+def profile_lib(profile: Profile) -> Lib:
+    """The profile's lib: the release's name and the TrainJob field that holds its overrides."""
+    text = (
+        header("generator/kubeflow_trainer_policy/profiles.py")
+        + "# METADATA\n"
+        + f"# title: {yaml_scalar(f'Trainer profile {profile.name}')}\n"
+        + "# description: >-\n"
+        + f"#   Kubeflow Trainer {profile.releases}: what the rules read about the release. Each rule that differs\n"
+        + "#   between releases keeps its own table keyed by `name`.\n"
+        + f"package lib.trainer.{PROFILE_LIB}\n\n"
+        + f"name := {json.dumps(profile.name)}\n\n"
+        + "# The TrainJob's list of overrides, under spec.\n"
+        + f"override_field := {json.dumps(profile.override_field)}\n"
     )
-    env.filters["comment"] = _comment
-    env.filters["yaml_scalar"] = yaml_scalar
-    env.filters["tojson"] = lambda value: json.dumps(value)
-    return env
+    return Lib(PROFILE_LIB, text)
 
 
-def render_module(rule: Rule, profile: Profile) -> str:
-    """The rule's entry module for a profile: generated header, then the template's Rego."""
-    settings = rule.settings.get(profile.name)
-    variables: dict[str, Any] = {"rule": rule, "profile": profile, "settings": settings, **rule.template_vars}
-    if rule.folder is None:
-        raise ValueError(f"rule {rule.id} was not loaded from a catalog folder")
-    template = _environment(rule.folder.parent).get_template(f"{rule.folder.name}/{TEMPLATE_FILE}")
-    body = template.render(**variables)
-    return header(f"generator/catalog (rule {rule.id}, profile {profile.name})") + "\n" + _tidy(body)
+@cache
+def _lib_source(lib_dir: Path, name: str) -> str:
+    return (lib_dir / f"{name}.rego").read_text(encoding="utf-8")
 
 
-def lib(name: str) -> Lib:
-    source = (LIB_DIR / f"{name}.rego").read_text(encoding="utf-8")
-    return Lib(name, header(f"generator/catalog/templates/lib/{name}.rego") + "\n" + _tidy(source))
+def lib(name: str, lib_dir: Path = LIB_DIR) -> Lib:
+    return Lib(name, _lib_source(lib_dir, name))
 
 
-def all_libs() -> list[Lib]:
-    return [lib(p.stem) for p in sorted(LIB_DIR.glob("*.rego")) if not p.stem.endswith("_test")]
-
-
-def lib_tests() -> list[Lib]:
-    """The hand-written unit tests of the libs (`<lib>_test.rego` beside each lib), copied out as they are."""
-    return [
-        Lib(p.stem, header(f"generator/catalog/templates/lib/{p.name}") + "\n" + _tidy(p.read_text(encoding="utf-8")))
-        for p in sorted(LIB_DIR.glob("*_test.rego"))
-    ]
-
-
-def _tidy(text: str) -> str:
-    """No trailing spaces, at most one blank line in a row, one final newline."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    out: list[str] = []
-    for line in lines:
-        if not line and out and not out[-1]:
-            continue
-        out.append(line)
-    while out and not out[-1]:
-        out.pop()
-    return "\n".join(out) + "\n"
+def all_libs(lib_dir: Path = LIB_DIR) -> list[Lib]:
+    return [lib(p.stem, lib_dir) for p in sorted(lib_dir.glob("*.rego")) if not p.stem.endswith("_test")]
 
 
 LIB_IMPORT = re.compile(r"^import data\.lib\.trainer\.(\w+)$", re.MULTILINE)
@@ -116,18 +86,15 @@ def calls_external_data(source: str) -> bool:
     return EXTERNAL_DATA_CALL.search(source) is not None
 
 
-def shipped_libs(rule: Rule, module: str) -> list[Lib]:
-    """The libs a template ships with `module`: those of `rule.libs` it imports, directly or through another
-    lib, in the rule's order (a profile whose Rego needs fewer libs ships fewer). A lib imported but not
-    declared in `rule.libs` is an error: the template would not compile in Gatekeeper."""
+def shipped_libs(rule: Rule, profile: Profile, lib_dir: Path = LIB_DIR) -> list[Lib]:
+    """The libs a template ships with the rule's module: every lib it imports, directly or through another lib,
+    by name (the profile's lib for `profile`)."""
     needed: set[str] = set()
-    pending = LIB_IMPORT.findall(module)
+    pending = LIB_IMPORT.findall(rule.source)
     while pending:
         name = pending.pop()
         if name not in needed:
             needed.add(name)
-            pending += LIB_IMPORT.findall(lib(name).source)
-    undeclared = sorted(needed - set(rule.libs))
-    if undeclared:
-        raise ValueError(f"rule {rule.id} imports lib {', '.join(undeclared)} without listing it in Rule.libs")
-    return [lib(name) for name in rule.libs if name in needed]
+            if name != PROFILE_LIB:
+                pending += LIB_IMPORT.findall(lib(name, lib_dir).source)
+    return [profile_lib(profile) if name == PROFILE_LIB else lib(name, lib_dir) for name in sorted(needed)]

@@ -1,4 +1,6 @@
-"""`src_test.rego` beside each rule module, generated from the rule's cases table."""
+"""A rule's cases as Rego tests of its package, one `test_<case>` per case, for one profile. They are built, not
+committed: `trainer-policy test` renders them in memory, `make build` writes them under build/case-tests/ for the
+real OPA."""
 
 from __future__ import annotations
 
@@ -69,5 +71,10 @@ def _rule_test(rule: Rule, case: Case) -> str:
 
 def render_rule_tests(rule: Rule, profile: Profile) -> str:
     tests = "\n".join(_rule_test(rule, case) for case in rule.cases(profile))
-    source = f"generator/catalog (cases of rule {rule.id}, profile {profile.name})"
+    source = f"policies/{rule.id}/cases.py (profile {profile.name})"
     return f"{header(source)}\npackage {rule.package}\n\n{tests}"
+
+
+def case_tests_path(rule: Rule) -> str:
+    """Where a rule's case tests go in a profile's folder of built tests."""
+    return f"{rule.id}/cases_test.rego"

@@ -1,7 +1,7 @@
 """Template versions: a template whose content changed must carry a new metadata.gatekeeper.sh/version.
 
-generator/catalog/template_versions.json records, per rule, the version and a digest of every profile's
-template content. It is generated like everything else; generating refuses a content change without a
+catalog/template_versions.json records, per rule, the version and a digest of every profile's template
+content. It is generated like everything else; generating refuses a content change without a
 version bump (gatekeeper-library's convention), so `--check` catches a forgotten bump.
 """
 
@@ -32,7 +32,7 @@ def lock(rules: list[Rule], profiles: list[Profile]) -> dict[str, Any]:
 
 
 def lock_text(rules: list[Rule], profiles: list[Profile]) -> str:
-    note = " ".join(header("the rule catalog").replace("#", "").split())
+    note = " ".join(header("policies/").replace("#", "").split())
     return json.dumps({"//": note, **lock(rules, profiles)}, indent=2, sort_keys=True) + "\n"
 
 

@@ -41,13 +41,29 @@ def rego_files(root: Path, base: Path | None = None) -> list[RegoFile]:
     ]
 
 
+def case_test_files(profile_name: str) -> list[RegoFile]:
+    """Every rule's cases as Rego tests for one profile, rendered in memory (named as `make build` writes them)."""
+    from kubeflow_trainer_policy.catalog import load_catalog
+    from kubeflow_trainer_policy.profiles import get_profile
+    from kubeflow_trainer_policy.render.rego_tests import case_tests_path, render_rule_tests
+
+    profile = get_profile(profile_name)
+    return [
+        RegoFile(f"build/case-tests/{profile.name}/{case_tests_path(rule)}", render_rule_tests(rule, profile))
+        for rule in load_catalog()
+    ]
+
+
 def run_rego_tests(
-    root: Path | Sequence[Path], coverage: Coverage | None = None, base: Path | None = None
+    root: Path | Sequence[Path],
+    coverage: Coverage | None = None,
+    base: Path | None = None,
+    extra: Sequence[RegoFile] = (),
 ) -> list[TestOutcome]:
-    """Loads every module under `root` (or under each of several roots) into one engine, like `opa test root...`,
-    and runs its tests. Files are named relative to base, default the single root."""
+    """Loads every module under `root` (or under each of several roots) and the `extra` modules into one engine,
+    like `opa test root...`, and runs its tests. Files are named relative to base, default the single root."""
     roots = [root] if isinstance(root, Path) else list(root)
-    files = [file for r in roots for file in rego_files(r, base)]
+    files = [*(file for r in roots for file in rego_files(r, base)), *extra]
     if not files:
         return []
     root = base or roots[0]

@@ -174,12 +174,13 @@ def test_test_json_and_summary_table(failing_suite: Path):
     body = json.loads(result.stdout)
     assert result.code == 1 and body["failed"] == 1 and body["passed"] == len(body["tests"]) - 1
     assert {t["folder"] for t in body["tests"]} == {str(failing_suite)}
-    text = run_cli("test", failing_suite, PROJECT_ROOT / "policies/v2.0", "--quiet")
+    text = run_cli("test", failing_suite, PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-name", "--quiet")
     lines = text.stdout.strip().splitlines()
     header = lines.index(next(line for line in lines if line.startswith("FOLDER")))
     assert lines[header].split() == ["FOLDER", "PASSED", "FAILED"]
     assert lines[header + 1].split()[1:] == [str(body["passed"]), "1"]
-    assert lines[header + 2].split()[0] == "policies/v2.0" and lines[header + 2].split()[2] == "0"
+    shipped = lines[header + 2].split()
+    assert shipped[0] == "bundles/gatekeeper/v2.0/trainjob-name" and shipped[2] == "0"
     assert lines[-1].endswith(" passed, 1 failed")
 
 

@@ -75,8 +75,8 @@ from typing import Any
 import pytest
 
 from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.catalog import cases_of
 from kubeflow_trainer_policy.catalog.model import Expected
-from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
 from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
@@ -86,6 +86,7 @@ from tests.rules.helpers import review_cli, runner_review
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 RUNTIME = "test-runtime"
+PROVIDER = cases_of("trainjob-override-mutability-external-data").PROVIDER
 JOBSET_PLUGIN = "pkg/runtime/framework/plugins/jobset/jobset_test.go"
 
 

@@ -14,6 +14,7 @@ from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
 from kubeflow_trainer_policy.render.rego import shipped_libs
 from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
+from kubeflow_trainer_policy_provider.documents import read_single
 
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"
@@ -32,6 +33,9 @@ CONSTRAINTS_ANNOTATIONS = {
     # Argo CD's dry run cannot map a kind whose CRD Gatekeeper has not created yet.
     ARGOCD_SYNC_OPTIONS: "SkipDryRunOnMissingResource=true",
 }
+ENGINE_FILES = {"cel.yaml": "K8sNativeValidation"}
+"""Engines besides Rego that a rule's folder may hold, each in a file beside src.rego: the file's YAML is that
+engine's `source` in every profile's template, after the Rego entry (Gatekeeper runs every engine of a template)."""
 GATOR_SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
 """Suites of templates that call external_data: gator reads only test.gatekeeper.sh Suites, so it skips them."""
@@ -67,23 +71,20 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
                     "validation": {"openAPIV3Schema": rule.parameters_schema()},
                 }
             },
-            "targets": [
-                {
-                    "target": TARGET,
-                    "code": [
-                        {
-                            "engine": "Rego",
-                            "source": {
-                                "version": "v1",
-                                "rego": rule.source,
-                                "libs": [shipped.source for shipped in shipped_libs(rule, profile)],
-                            },
-                        }
-                    ],
-                }
-            ],
+            "targets": [{"target": TARGET, "code": code(rule, profile)}],
         },
     }
+
+
+def code(rule: Rule, profile: Profile) -> list[dict[str, Any]]:
+    """The template's `code`: the rule's Rego with the libs it imports, then each other engine its folder holds."""
+    rego = {"version": "v1", "rego": rule.source, "libs": [lib.source for lib in shipped_libs(rule, profile)]}
+    entries: list[dict[str, Any]] = [{"engine": "Rego", "source": rego}]
+    for name, engine in ENGINE_FILES.items():
+        path = rule.folder / name
+        if path.is_file():
+            entries.append({"engine": engine, "source": read_single(path).body})
+    return entries
 
 
 def constraint(rule: Rule) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubeflow_trainer_policy.opa.toolchain import opa_binary
+from tests.support import inventory_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "bundles" / "gatekeeper" / "v2.0" / "trainjob-managed-by" / "samples"
@@ -92,8 +93,9 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     before = _site_packages(venv)
     work = tmp_path / "empty"
     work.mkdir()
-    for name in ("create-disallowed-value.yaml", "create-unset-allowed.yaml", "create-unset-allowed-inventory.yaml"):
+    for name in ("create-disallowed-value.yaml", "create-unset-allowed.yaml"):
         shutil.copy(SAMPLES / name, work / name)
+    shutil.copy(inventory_of(SAMPLES.parent, "create-unset-allowed"), work / "create-unset-allowed-inventory.yaml")
 
     denied = _run(cli, "review", "create-disallowed-value.yaml", "--profile", "v2.0", cwd=work)
     assert denied.returncode == 1, denied.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections import Counter
 from typing import Any
 
@@ -130,12 +131,12 @@ def _assertions(case: Case) -> list[dict[str, Any]]:
     return assertions
 
 
-def _suite(rule: Rule, cases: list[Case]) -> dict[str, Any]:
+def _suite(rule: Rule, cases: list[Case], inventories: dict[str, str]) -> dict[str, Any]:
     suite_cases = []
     for case in cases:
         entry: dict[str, Any] = {"name": _sample_name(case), "object": f"samples/{_sample_name(case)}.yaml"}
         if case.cluster:
-            entry["inventory"] = [f"samples/{_sample_name(case)}-inventory.yaml"]
+            entry["inventory"] = [inventories[case.name]]
         entry["assertions"] = _assertions(case)
         suite_cases.append(entry)
     suite: dict[str, Any] = {
@@ -187,14 +188,36 @@ def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
     }
     cases = [c for c in rule.cases(profile) if requests.suite_runnable(c)]
     for case in cases:
-        name = _sample_name(case)
         note = f"# {' '.join(case.description.split())}\n"
-        files[f"samples/{name}.yaml"] = _yaml(source, _sample(case), note)
-        if case.cluster:
-            files[f"samples/{name}-inventory.yaml"] = header(source) + dump_all(list(case.cluster))
+        files[f"samples/{_sample_name(case)}.yaml"] = _yaml(source, _sample(case), note)
+    inventories = _clusters(cases)
+    for path, users in _users(inventories).items():
+        case = next(c for c in cases if c.name == users[0])
+        names = ", ".join(_sample_name(c) for c in cases if c.name in users)
+        note = "".join(f"# {line}\n" for line in textwrap.wrap(f"The cluster objects of the cases {names}.", 110))
+        files[path] = header(source) + note + dump_all(list(case.cluster))
     note = PROVIDER_SUITE_NOTE if rule.data.external_data_providers else SUITE_NOTE
-    files[suite_file_name(rule)] = _yaml(source, _suite(rule, cases), note)
+    files[suite_file_name(rule)] = _yaml(source, _suite(rule, cases, inventories), note)
     return files
+
+
+def _clusters(cases: list[Case]) -> dict[str, str]:
+    """Case name -> the file of its cluster objects (its suite case's inventory). Cases with the same objects
+    share one file, numbered in the order of first use: most cases of a rule read the same runtimes."""
+    numbers: dict[str, int] = {}
+    files = {}
+    for case in cases:
+        if case.cluster:
+            number = numbers.setdefault(dump_all(list(case.cluster)), len(numbers) + 1)
+            files[case.name] = f"samples/cluster-{number}.yaml"
+    return files
+
+
+def _users(inventories: dict[str, str]) -> dict[str, list[str]]:
+    users: dict[str, list[str]] = {}
+    for case, path in inventories.items():
+        users.setdefault(path, []).append(case)
+    return users
 
 
 def _kustomization(resources: list[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:

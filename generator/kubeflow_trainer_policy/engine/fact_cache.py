@@ -2,10 +2,9 @@
 OPA's parser finds in it, engine/rego_ast.py) or a template's modules (that they compile alone, gatekeeper/runner.py).
 
 Parsing a template's Rego with OPA's parser is most of a `trainer-policy review` process's start-up
-(about 10 ms a module; a profile ships 21 distinct modules), and users run review in CI loops over
-many manifests with the same templates. A fact depends only on that text, the engine's version
-and how facts are read from the AST, so all three make the key: a changed module, a reinstalled engine or
-a new extraction never meets an old entry.
+(docs/performance.md), and users run review in CI loops over many manifests with the same templates. A fact
+depends only on that text, the engine's version and how facts are read from the AST, so all three make the key:
+a changed module, a reinstalled engine or a new extraction never meets an old entry.
 
 `TRAINER_POLICY_CACHE_DIR` names the folder; set to an empty string it turns the cache off. The
 default is `$XDG_CACHE_HOME/kubeflow-trainer-policy/facts` (`~/.cache/...`). The cache is an

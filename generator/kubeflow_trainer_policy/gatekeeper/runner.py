@@ -136,11 +136,11 @@ class CombinedTemplates:
     Raises EngineError when the templates cannot share an engine (same package in two templates); modules
     that do not compile together (conflicting libs) surface at the first review, which the runner then
     evaluates template by template (see `compiles`). Nothing is compiled up front: preparing a query compiles
-    every module, so a warm-up query doubled the compile work of a one-review process (80 of its 300 ms).
+    every module, so a warm-up query doubled the compile work of a one-review process.
 
     data.inventory lives in the engine's store, as Gatekeeper's sync keeps it in OPA's store: a review then
-    converts into OPA values only the inventory objects its rules read, not the whole inventory (with 1,000
-    runtimes, 2.5 ms per review instead of 147 ms). The store can only be merged into (the engine has no delete),
+    converts into OPA values only the inventory objects its rules read, not the whole inventory (which grows with
+    every synced object: docs/performance.md). The store can only be merged into (the engine has no delete),
     so only the first inventory is stored; a different one, later, comes with each review and hides the stored
     one (`with data.inventory as input.inventory`).
     """

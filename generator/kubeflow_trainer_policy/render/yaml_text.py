@@ -18,8 +18,8 @@ _TOKEN_LINE = re.compile(r"^(?P<indent> *)(?P<dashes>(?:- )*)(?P<key>.*?)TRAINER
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """libyaml's emitter when PyYAML has it (its wheels do): the pure-Python one was 14 of the 17 s that
-    `generate` took. Both write the same text for what is generated here (`generate --check` compares it)."""
+    """libyaml's emitter when PyYAML has it (its wheels do): the pure-Python one was most of `generate`'s time.
+    Both write the same text for what is generated here (`generate --check` compares it)."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeflow_trainer_policy.cli.test_command import Group, _default_groups
+from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.lint.__main__ import lint
 from kubeflow_trainer_policy.lint.modules import Module, all_modules, entry_modules
 from kubeflow_trainer_policy.lint.rules import lint_modules
@@ -233,6 +234,13 @@ def test_rules_apply_where_they_mean_to():
 def test_trainer_policy_test_runs_policies_with_every_profile_by_default():
     groups = [Group((POLICIES_DIR, PROFILES_DIR / p), p, f"policies + profiles/{p}") for p in sorted(PROFILES)]
     assert _default_groups() == [*groups, Group((BUNDLES_DIR,), None, "bundles")]
+    one = Group((POLICIES_DIR, PROFILES_DIR / "v2.3"), "v2.3", "policies + profiles/v2.3")
+    assert _default_groups(["v2.3"]) == [
+        one,
+        Group((BUNDLES_DIR / "gatekeeper/v2.3",), None, "bundles/gatekeeper/v2.3"),
+    ]
+    with pytest.raises(InputError, match=r"--profile: unknown profile 'v9' \(known: v2\.0, v2\.1"):
+        _default_groups(["v9"])
 
 
 def test_lint_command_reports_and_fails_on_a_broken_tree(tmp_path: Path, capsys):

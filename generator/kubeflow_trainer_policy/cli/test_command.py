@@ -32,6 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="*", metavar="PATH", help="folders to test (default: policies/ per profile, and bundles)"
     )
     parser.add_argument(
+        "--profile",
+        action="append",
+        metavar="P",
+        help="without PATHs: test only this profile (policies/ with profiles/P/, and bundles/gatekeeper/P), "
+        "repeatable (default: every profile)",
+    )
+    parser.add_argument(
         "--coverage", action="store_true", help="report line coverage of the non-test Rego modules (default: off)"
     )
     parser.add_argument(
@@ -67,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.testing.outcome import Coverage
 
     # Each group loads into one engine: a PATH alone, or by default policies/ with one profile.
-    groups = [Group((Path(p),), None, _display(Path(p))) for p in args.paths] or _default_groups()
+    if args.paths and args.profile:
+        raise InputError("--profile", "selects the default folders: give PATHs or --profile, not both")
+    groups = [Group((Path(p),), None, _display(Path(p))) for p in args.paths] or _default_groups(args.profile)
     paths = [path for group in groups for path in group.paths]
     for path in paths:
         if not path.is_dir():
@@ -155,15 +164,21 @@ def run_folder(group: Group | Path, coverage: bool, base: Path | None = None) ->
     return outcomes, folder_coverage, None
 
 
-def _default_groups() -> list[Group]:
+def _default_groups(selected: list[str] | None = None) -> list[Group]:
     """Per profile (profiles/<profile>/), policies/ with the profile's lib and the rules' cases as Rego tests (the
-    profiles share package names, so each loads alone), then bundles/."""
-    folders = PROFILES_DIR.glob("*") if PROFILES_DIR.is_dir() else []
+    profiles share package names, so each loads alone), then bundles/ (or, for `selected` profiles, theirs)."""
+    folders = sorted(p for p in (PROFILES_DIR.glob("*") if PROFILES_DIR.is_dir() else []) if p.is_dir())
+    unknown = sorted(set(selected or ()) - {p.name for p in folders})
+    if unknown:
+        known = ", ".join(p.name for p in folders)
+        raise InputError("--profile", f"unknown profile {unknown[0]!r} (known: {known})")
     groups = [
         Group((POLICIES_DIR, profile), profile.name, f"policies + profiles/{profile.name}")
-        for profile in sorted(p for p in folders if p.is_dir())
+        for profile in folders
+        if not selected or profile.name in selected
     ]
-    return [*groups, *([Group((BUNDLES_DIR,), None, _display(BUNDLES_DIR))] if BUNDLES_DIR.is_dir() else [])]
+    bundles = [BUNDLES_DIR] if not selected else [BUNDLES_DIR / "gatekeeper" / name for name in sorted(selected)]
+    return [*groups, *(Group((folder,), None, _display(folder)) for folder in bundles if folder.is_dir())]
 
 
 def _report_coverage(coverage: Coverage, threshold: float | None, out: TextIO) -> int:

@@ -16,7 +16,8 @@ class DeprecationSettings:
     """C4 (v2.1+): the Trainer warns about ClusterTrainingRuntimes labelled trainer.kubeflow.org/support=deprecated."""
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": DeprecationSettings(warnings=False),
     "v2.1": DeprecationSettings(warnings=True),
     "v2.2": DeprecationSettings(warnings=True),
@@ -32,7 +33,7 @@ LABEL_FIELD = "metadata.labels[trainer.kubeflow.org/support]"
 
 def runtime_cases(p: Profile) -> list[Case]:
     warn = (Expected(LABEL_FIELD, "Invalid", f'ClusterTrainingRuntime "old-runtime" {SUFFIX}'),)
-    on = SETTINGS[p.name].warnings
+    on = RELEASES[p.name].warnings
     old = runtime("old-runtime", labels=DEPRECATED)
     return [
         Case(

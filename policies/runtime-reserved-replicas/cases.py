@@ -19,7 +19,8 @@ class ReservedJobSettings:
     """Runtimes labelled trainer.kubeflow.org/webhook-validation=disabled are skipped (v2.3+)."""
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": ReservedJobSettings(
         launcher_is_reserved=True, requires_ancestor_container=False, honours_validation_disabled=False
     ),
@@ -104,7 +105,7 @@ def cases(p: Profile) -> list[Case]:
             "launcher_name_is_reserved_in_v2_0",
             "v2.0: a job named launcher is reserved; later profiles check ancestor labels only.",
             launcher,
-            expected=(_replicas(0),) if SETTINGS[p.name].launcher_is_reserved else (),
+            expected=(_replicas(0),) if RELEASES[p.name].launcher_is_reserved else (),
         ),
         Case(
             "cluster_runtime_checked",
@@ -138,7 +139,7 @@ def cases(p: Profile) -> list[Case]:
             "validation_disabled_label",
             "v2.3 honours trainer.kubeflow.org/webhook-validation: disabled; earlier profiles ignore it.",
             disabled,
-            expected=() if SETTINGS[p.name].honours_validation_disabled else (_replicas(0),),
+            expected=() if RELEASES[p.name].honours_validation_disabled else (_replicas(0),),
         ),
         Case(
             "ancestor_requires_container",
@@ -146,7 +147,7 @@ def cases(p: Profile) -> list[Case]:
             "an initContainer does not count.",
             no_node,
             expected=(_container(0, "trainer"), _container(1, "dataset-initializer"))
-            if SETTINGS[p.name].requires_ancestor_container
+            if RELEASES[p.name].requires_ancestor_container
             else (),
         ),
     ]

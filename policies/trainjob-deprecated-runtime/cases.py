@@ -9,12 +9,12 @@ from kubeflow_trainer_policy.catalog.trainjob_fixtures import DEPRECATED, runtim
 from kubeflow_trainer_policy.profiles import Profile
 
 _runtime_deprecated = cases_of("runtime-deprecated")
-SETTINGS, SUFFIX = _runtime_deprecated.SETTINGS, _runtime_deprecated.SUFFIX
+RELEASES, SUFFIX = _runtime_deprecated.RELEASES, _runtime_deprecated.SUFFIX
 
 
 def trainjob_cases(p: Profile) -> list[Case]:
     warn = (Expected("spec.runtimeRef", "Invalid", f'Referenced ClusterTrainingRuntime "old-runtime" {SUFFIX}'),)
-    on = SETTINGS[p.name].warnings
+    on = RELEASES[p.name].warnings
     old = runtime("old-runtime", labels=DEPRECATED)
     old_namespaced = runtime("old-runtime", kind="TrainingRuntime", labels=DEPRECATED)
     suspended = {"suspend": True}

@@ -24,7 +24,8 @@ V22_IMMUTABLE = tuple(
     (name, "field is immutable") for name in ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds")
 )
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
     "v2.1": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
     "v2.2": ImmutableFieldsSettings(immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True),
@@ -48,7 +49,7 @@ def _update(p: Profile, name: str, description: str, old: dict, new: dict, expec
 
 
 def _immutable(p: Profile, field: str) -> tuple[Expected, ...]:
-    detail = dict(SETTINGS[p.name].immutable_fields).get(field)
+    detail = dict(RELEASES[p.name].immutable_fields).get(field)
     return () if detail is None else (Expected(f"spec.{field}", "Invalid", detail),)
 
 
@@ -241,6 +242,6 @@ def cases(p: Profile) -> list[Case]:
             cluster=(runtime("other"),),
         ),
     ]
-    if SETTINGS[p.name].patch_fields_immutable:
+    if RELEASES[p.name].patch_fields_immutable:
         result += _patch_cases(p)
     return result

@@ -21,7 +21,8 @@ class ManagedBySettings:
     """The immutability detail: the webhook's text until v2.1, the CRD's CEL `field is immutable` from v2.2."""
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": ManagedBySettings(immutable_detail="ManagedBy value is immutable"),
     "v2.1": ManagedBySettings(immutable_detail="ManagedBy value is immutable"),
     "v2.2": ManagedBySettings(immutable_detail="field is immutable"),
@@ -165,6 +166,6 @@ def _trainjob_for(p: Profile) -> Callable[..., dict[str, Any]]:
 def cases(p: Profile) -> list[Case]:
     return with_runtime(
         managed_by_cases(
-            SETTINGS[p.name].immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
+            RELEASES[p.name].immutable_detail, "spec.managedBy", TRAINJOB_ALLOWED, _trainjob_for(p), ("TrainJob",)
         )
     )

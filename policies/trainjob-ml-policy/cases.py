@@ -34,7 +34,8 @@ same period and every later set is LATER_MODELS. A rule that backs up the webhoo
 admits, so v2.0 takes the union of both readings."""
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": MLPolicySettings(
         num_proc_per_node_int_or_string=True,
         torchtune_qlora_checks=False,
@@ -102,7 +103,7 @@ def _torch_cases(p: Profile) -> list[Case]:
     )
     string_npn = (
         ()
-        if not SETTINGS[p.name].num_proc_per_node_int_or_string
+        if not RELEASES[p.name].num_proc_per_node_int_or_string
         else (Expected(NPN, "Invalid", "must have an int value or [auto cpu gpu]"),)
     )
     return [
@@ -124,7 +125,7 @@ def _torch_cases(p: Profile) -> list[Case]:
             "v2.0/v2.1 run the Torch checks only when numProcPerNode is set; v2.2+ whenever spec.trainer is set.",
             trainjob(p, trainer={"env": env}),
             cluster=torch,
-            expected=() if SETTINGS[p.name].num_proc_per_node_int_or_string else (reserved,),
+            expected=() if RELEASES[p.name].num_proc_per_node_int_or_string else (reserved,),
         ),
         Case(
             "torch_num_proc_per_node_string",
@@ -205,7 +206,7 @@ def _mpi_cases(p: Profile) -> list[Case]:
             mpi_job({"numProcPerNode": "4"}),
             cluster=mpi,
             expected=(Expected(NPN, "Invalid", "must have an int value for MPI TrainJob"),)
-            if SETTINGS[p.name].num_proc_per_node_int_or_string
+            if RELEASES[p.name].num_proc_per_node_int_or_string
             else (),
         ),
         Case(
@@ -231,12 +232,12 @@ def _mpi_cases(p: Profile) -> list[Case]:
 
 
 def _unless_supported(p: Profile, model: str) -> tuple[Expected, ...]:
-    return () if model in SETTINGS[p.name].torchtune_models else (_model_error(model),)
+    return () if model in RELEASES[p.name].torchtune_models else (_model_error(model),)
 
 
 def _torchtune_cases(p: Profile) -> list[Case]:
     small = (_tune_runtime("torchtune-llama3.2-1b"),)
-    npn: dict[str, Any] = {"numProcPerNode": "auto"} if SETTINGS[p.name].num_proc_per_node_int_or_string else {}
+    npn: dict[str, Any] = {"numProcPerNode": "auto"} if RELEASES[p.name].num_proc_per_node_int_or_string else {}
 
     def tune(runtime_name: str, **trainer: Any) -> dict[str, Any]:
         return trainjob(p, runtime=runtime_name, trainer={"command": TUNE, **npn, **trainer})
@@ -251,7 +252,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
                 "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA",
             ),
         )
-        if SETTINGS[p.name].torchtune_qlora_checks
+        if RELEASES[p.name].torchtune_qlora_checks
         else ()
     )
     return [
@@ -320,7 +321,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
             tune("torchtune-qwen2.5-1.5b", args=qlora_args),
             cluster=(_tune_runtime("torchtune-qwen2.5-1.5b"),),
             expected=(Expected(NAME, "Invalid", "QLoRA is not supported for qwen2_5/1.5B model"),)
-            if SETTINGS[p.name].torchtune_qlora_checks
+            if RELEASES[p.name].torchtune_qlora_checks
             else (),
         ),
         Case(
@@ -362,7 +363,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
             expected=(
                 Expected(NODES, "Invalid", "LoRA fine-tuning is not supported for multi-node training in TorchTune"),
             )
-            if SETTINGS[p.name].torchtune_lora_args_checks
+            if RELEASES[p.name].torchtune_lora_args_checks
             else (),
         ),
         Case(
@@ -384,7 +385,7 @@ def _torchtune_cases(p: Profile) -> list[Case]:
                     'must not set immutable config "tokenizer.path" in trainer args; it is managed by the runtime',
                 ),
             )
-            if SETTINGS[p.name].torchtune_lora_args_checks
+            if RELEASES[p.name].torchtune_lora_args_checks
             else (),
         ),
     ]
@@ -395,7 +396,7 @@ XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DM
 
 def _xgboost_cases(p: Profile) -> list[Case]:
     xgboost = (runtime("xgboost-distributed", ml_policy={"numNodes": 1, "xgboost": {}}),)
-    checked = SETTINGS[p.name].xgboost_reserved_envs
+    checked = RELEASES[p.name].xgboost_reserved_envs
 
     def tj(env: list[dict[str, Any]]) -> dict[str, Any]:
         return trainjob(p, runtime="xgboost-distributed", trainer={"numNodes": 2, "env": env})

@@ -10,7 +10,7 @@ from kubeflow_trainer_policy.catalog.trainjob_fixtures import with_runtime
 from kubeflow_trainer_policy.profiles import Profile
 
 _inventory = cases_of("trainjob-override-mutability")
-KEY, SETTINGS, shared_cases = _inventory.KEY, _inventory.SETTINGS, _inventory.shared_cases
+KEY, RELEASES, shared_cases = _inventory.KEY, _inventory.RELEASES, _inventory.shared_cases
 
 PROVIDER = "trainer-jobset-provider"
 
@@ -20,7 +20,7 @@ def _internal(error: str, provider: str = PROVIDER) -> str:
 
 
 def lookup_key(case_name: str) -> str:
-    """The key the external-data rule sends for a case's request (see the template's lookup_key)."""
+    """The key the external-data rule sends for a case's request (see its src.rego's lookup_key)."""
     return f"{KEY}#{case_uid(case_name)}"
 
 
@@ -29,7 +29,7 @@ def _external_data_cases(p: Profile) -> list[Case]:
     field = p.override_path
 
     def active(job: str) -> Expected:
-        return Expected(field, "Forbidden", SETTINGS[p.name].active_detail(job))
+        return Expected(field, "Forbidden", RELEASES[p.name].active_detail(job))
 
     def internal(error: str) -> Expected:
         return Expected(field, "Internal", _internal(error))

@@ -2,7 +2,7 @@
 
 This rule reads the JobSet from data.inventory (JobSets synced by Gatekeeper; its Rego never mentions
 external_data, so gator can run its suite). trainjob-override-mutability-external-data has the same cases
-and template and asks the external data provider instead.
+and asks the external data provider instead (both rules use lib.trainer.mutability).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class MutabilitySettings:
         )
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": MutabilitySettings(override_prefix="PodSpecOverrides", suspend_rule="new"),
     "v2.1": MutabilitySettings(override_prefix="PodTemplateOverrides", suspend_rule="new"),
     "v2.2": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="new"),
@@ -48,10 +49,10 @@ SETTINGS = {
 def shared_cases(p: Profile) -> list[Case]:
     """Cases that hold whether the JobSet state comes from the inventory or from the provider."""
     field = p.override_path
-    forbidden_suspend = Expected(field, "Forbidden", SETTINGS[p.name].suspend_detail)
+    forbidden_suspend = Expected(field, "Forbidden", RELEASES[p.name].suspend_detail)
 
     def active(job: str) -> Expected:
-        return Expected(field, "Forbidden", SETTINGS[p.name].active_detail(job))
+        return Expected(field, "Forbidden", RELEASES[p.name].active_detail(job))
 
     running = jobset(statuses=[{"name": "node", "active": 2, "ready": 2}])
     two_active = jobset(
@@ -72,7 +73,7 @@ def shared_cases(p: Profile) -> list[Case]:
     def update(name: str, description: str, old: dict, new: dict, **kw: object) -> Case:
         return Case(name, description, new, operation="UPDATE", old_object=old, **kw)  # type: ignore[arg-type]
 
-    unsuspend_expected = () if SETTINGS[p.name].suspend_rule == "old_or_new" else (forbidden_suspend,)
+    unsuspend_expected = () if RELEASES[p.name].suspend_rule == "old_or_new" else (forbidden_suspend,)
     return [
         Case(
             "create_is_never_checked",

@@ -18,7 +18,8 @@ class RuntimeRefSettings:
     """E4 (v2.3 only, kubeflow/trainer#3714): a configured initializer's container mounts the volume `initializer`."""
 
 
-SETTINGS = {
+# What each Trainer release does, as the cases expect it (src.rego keeps the Rego's own table).
+RELEASES = {
     "v2.0": RuntimeRefSettings(duplicate_target_check=True, initializer_volume_mount_check=False),
     "v2.1": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=False),
     "v2.2": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=False),
@@ -127,7 +128,7 @@ def volume_mount_missing(initializer: str) -> Expected:
 
 def _volume_mount_cases(p: Profile) -> list[Case]:
     """E4's v2.3 volumeMount check (kubeflow/trainer#3714), built for every profile: earlier ones admit them all."""
-    checked = SETTINGS[p.name].initializer_volume_mount_check
+    checked = RELEASES[p.name].initializer_volume_mount_check
 
     def denied(*initializers: str) -> tuple[Expected, ...]:
         return tuple(volume_mount_missing(i) for i in initializers) if checked else ()
@@ -409,7 +410,7 @@ def cases(p: Profile) -> list[Case]:
                 ),
             ),
             expected=(volume_mount_missing("dataset-initializer"),)
-            if SETTINGS[p.name].initializer_volume_mount_check
+            if RELEASES[p.name].initializer_volume_mount_check
             else (),
         ),
         Case(
@@ -482,7 +483,7 @@ def cases(p: Profile) -> list[Case]:
             "v2.0: a targetJob named again (across or within entries) is a Duplicate; later profiles allow it.",
             duplicates,
             cluster=cluster,
-            expected=(Expected(field, "Duplicate", '"node"'),) if SETTINGS[p.name].duplicate_target_check else (),
+            expected=(Expected(field, "Duplicate", '"node"'),) if RELEASES[p.name].duplicate_target_check else (),
         ),
         Case(
             "update_checked",

@@ -428,7 +428,7 @@ def test_review_imports_only_what_it_needs() -> None:
         "import sys; from kubeflow_trainer_policy.cli.main import main; "
         f"rc = main(['review', {str(ACTIVE_REVIEW)!r}, '--objects', {str(ACTIVE_INVENTORY)!r}]); "
         "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http', 'jsonschema') or m.startswith(("
+        "('requests', 'cryptography', 'urllib3', 'http', 'jsonschema') or m.startswith(("
         "'kubeflow_trainer_policy.bundle', 'kubeflow_trainer_policy.render', 'kubeflow_trainer_policy.cli.bundle', "
         "'kubeflow_trainer_policy.cli.certs', 'kubeflow_trainer_policy.cli.generate'))))"
     )

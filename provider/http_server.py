@@ -271,6 +271,12 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Without it, an answer written while an earlier small segment is unacknowledged waits for the
+            # client's delayed ACK (about 40 ms). Go's server sets it on every connection; asyncio's does only
+            # when the listening socket's proto is IPPROTO_TCP, which socket.create_server's is not.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         server = self.server
         if not server.admit(self):
             self.state = CLOSED
@@ -308,9 +314,12 @@ class _Connection(asyncio.Protocol):
             self._log_debug("tls_read_failed", exc)
             self.abort()
             return
-        self._flush_tls()  # post-handshake messages (key updates) may need an answer
         if chunks:
             self._feed(b"".join(chunks))
+        # One write for whatever this flight produced (its answers, the end of the handshake, a key update's
+        # reply): a second small write could wait for the client's ACK of the first.
+        if self.state != CLOSED:
+            self._flush_tls()
         if self.peer_eof and self.state != BUSY:
             self.close()
 
@@ -360,8 +369,7 @@ class _Connection(asyncio.Protocol):
             self.server.logger.info("tls_handshake_failed", peer=self.peer, error=str(exc)[:300])
             self.abort()
             return False
-        self._flush_tls()
-        self.state = IDLE
+        self.state = IDLE  # what the handshake's end produced leaves with this flight's answer (data_received)
         self.since = time.monotonic()
         self.deadline = self.since + self.server.limits.idle_timeout
         self.server.progressed(self)
@@ -373,6 +381,8 @@ class _Connection(asyncio.Protocol):
             self.transport.write(output)
 
     def _write(self, data: bytes) -> None:
+        """Plaintext goes out at once; with TLS it is encrypted into the session's output, which the caller
+        flushes (`_flush_tls`, or `close` after its close_notify) so that one response is one write."""
         assert self.transport is not None
         if self.tls is None:
             self.transport.write(data)
@@ -382,8 +392,6 @@ class _Connection(asyncio.Protocol):
         except ssl.SSLError as exc:
             self._log_debug("tls_write_failed", exc)
             self.abort()
-            return
-        self._flush_tls()
 
     # ---------------------------------------------------------------- HTTP
     def _feed(self, data: bytes) -> None:
@@ -507,6 +515,8 @@ class _Connection(asyncio.Protocol):
             self.close()
         else:
             self._process()
+            if self.tls is not None and self.state != CLOSED:
+                self._flush_tls()
 
     def _answered(self, head: RequestHead, answer: Answer, started: float) -> None:
         metrics = self.server.metrics
@@ -559,13 +569,15 @@ class _Connection(asyncio.Protocol):
             f"Content-Length: {len(body)}\r\n{extra}{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
         )
         self._write(header.encode("latin-1") + body)
+        if self.state == CLOSED:
+            return
         self.served += 1
         endpoint = head.path if head is not None and head.path in PROBE_PATHS else "provider"
         self.server.metrics.requests.inc(code=str(status), endpoint=endpoint)
         if close:
-            self.close()
+            self.close()  # the answer and the close_notify in one write
             return
-        self.state = IDLE
+        self.state = IDLE  # the caller (data_received, _answered_later) flushes the TLS output once
         self.since = now
         self.deadline = now + limits.idle_timeout
         self.server.progressed(self)

@@ -1,23 +1,23 @@
-"""Instructions the provider's process runs per lookup, by TLS library: a figure the machine's load cannot move.
+"""Instructions the provider's process runs per lookup: a figure the machine's load cannot move.
 
-provider_load measures time, which on a shared 2-core VM moves with everything else running. Here each
-server runs `provider serve --tls-library LIB --objects DATA` under valgrind's callgrind with instrumentation
-off; it is switched on (`callgrind_control -i on`) only while the load runs, then the counts are dumped and
-divided by the lookups answered:
+provider_load measures time, which on a shared 2-core VM moves with everything else running. Here the
+provider (`provider serve --objects DATA`: the working tree, and the provider at git `--compare-ref` if
+given) runs under valgrind's callgrind with instrumentation off; it is switched on (`callgrind_control -i
+on`) only while the load runs, then the counts are dumped and divided by the lookups answered:
 - `gatekeeper`: benchmarks/go/gkclient makes `--lookups` sequential 10-key lookups exactly as Gatekeeper's
   client does (a new TLS 1.3 mTLS connection each, offering X25519MLKEM768 and X25519 as Go 1.24 does);
 - `keepalive`: benchmarks/go/loadgen sends 10-key requests on 2 kept connections for `--seconds`.
-Baseline: the first library, in the same run. Start-up, the readiness probe and shutdown are not counted.
-The callgrind files are kept under `--keep DIR` for `callgrind_annotate` (the profile behind the figures).
-Needs valgrind (Debian's `valgrind`).
+Start-up, the readiness probe and shutdown are not counted. The callgrind files are kept under `--keep DIR`
+for `callgrind_annotate` (the profile behind the figures). Needs valgrind (Debian's `valgrind`).
 
-    python -m benchmarks.provider_instructions [--lookups 300] [--seconds 20] [--libraries stdlib bundled]
+    python -m benchmarks.provider_instructions [--lookups 300] [--seconds 20] [--compare-ref REF] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,12 +29,12 @@ from typing import Any
 from benchmarks.common import write_result
 from benchmarks.provider_servers import (
     LOOPBACK,
-    TLS_LIBRARIES,
     Server,
     ensure_go_binaries,
     free_port,
     loadgen_command,
     make_pki,
+    old_tree,
     serve_args,
     wait_first_answer,
     write_bodies,
@@ -69,9 +69,14 @@ def load_command(mode: str, bins: Path, port: int, pki: Path, work: Path, args: 
     return [*loadgen_command(bins, port, pki, bodies, mode, args.seconds), "-workers", "2"]
 
 
-def measure(library: str, mode: str, data: Path, pki: Path, bins: Path, work: Path, args: argparse.Namespace):
+def measure(name: str, mode: str, data: Path, pki: Path, bins: Path, work: Path, args: argparse.Namespace):
+    """Instructions per request of the provider `name` ('python', or 'python-at-<ref>') under `mode`'s load."""
     port = free_port()
-    out = work / f"callgrind-{library}-{mode}"
+    out = work / f"callgrind-{name}-{mode}"
+    env = None
+    if name != "python":
+        old = old_tree(work, args.compare_ref)
+        env = {**os.environ, "PYTHONPATH": str(old)}
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -82,12 +87,11 @@ def measure(library: str, mode: str, data: Path, pki: Path, bins: Path, work: Pa
         "kubeflow_trainer_policy.cli.main",
         *serve_args(port, pki),
         *RELAXED,
-        *(["--tls-library", library] if library != "default" else []),
         "--objects",
         str(data),
     ]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = Server(f"python-{library}", proc, port, time.monotonic())
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    server = Server(name, proc, port, time.monotonic())
     try:
         wait_first_answer(server, pki, timeout=900)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
@@ -106,7 +110,7 @@ def measure(library: str, mode: str, data: Path, pki: Path, bins: Path, work: Pa
     answered = json.loads(load.stdout)
     count = answered["lookups"] if mode == "gatekeeper" else answered["requests"]
     if answered["errors"] or not count:
-        raise RuntimeError(f"{library}/{mode}: {answered['errors']} errors in {count} requests")
+        raise RuntimeError(f"{name}/{mode}: {answered['errors']} errors in {count} requests")
     dumps = sorted(work.glob(f"{out.name}*"))
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -120,13 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lookups", type=int, default=300, help="Gatekeeper lookups per library")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds of keep-alive load per library")
     parser.add_argument("--jobsets", type=int, default=10_000, help="JobSets the provider serves")
-    parser.add_argument(
-        "--libraries",
-        nargs="+",
-        default=["default"],
-        choices=["default", *TLS_LIBRARIES],
-        help="--tls-library values ('default': none given); the first is the baseline",
-    )
+    parser.add_argument("--compare-ref", default="", help="also count the provider at this git ref")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--keep", type=Path, help="copy the callgrind files here")
     parser.add_argument("--output", default="provider_instructions", help="result name under benchmarks/results/")
@@ -135,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         if shutil.which(tool) is None:
             raise SystemExit(f"provider_instructions: {tool} not found (Debian package valgrind)")
     bins = ensure_go_binaries()
-    results: dict[str, dict[str, Any]] = {library: {} for library in args.libraries}
+    names = ["python", *([f"python-at-{args.compare_ref}"] if args.compare_ref else [])]
+    results: dict[str, dict[str, Any]] = {name: {} for name in names}
     with tempfile.TemporaryDirectory(prefix="ktp-instructions-") as directory:
         work = Path(directory)
         pki = make_pki(work)
@@ -143,20 +142,18 @@ def main(argv: list[str] | None = None) -> None:
         write_bodies(work, keys, 10, "instructions")
         write_keys(work, keys, 10, "instructions")
         for mode in args.modes:
-            for library in args.libraries:
-                print(f"{library} {mode} ...", flush=True)
-                results[library][mode] = measure(library, mode, data, pki, bins, work, args)
-    baseline = args.libraries[0]
+            for name in names:
+                print(f"{name} {mode} ...", flush=True)
+                results[name][mode] = measure(name, mode, data, pki, bins, work, args)
     ratios = {
-        f"{library}/{baseline}": {
+        f"python/{name}": {
             mode: round(
-                results[library][mode]["instructions_per_request"]
-                / results[baseline][mode]["instructions_per_request"],
+                results["python"][mode]["instructions_per_request"] / results[name][mode]["instructions_per_request"],
                 3,
             )
             for mode in args.modes
         }
-        for library in args.libraries[1:]
+        for name in names[1:]
     }
     path = write_result(
         args.output,
@@ -173,13 +170,13 @@ def main(argv: list[str] | None = None) -> None:
                     "gatekeeper": "benchmarks/go/gkclient, sequential, a new connection per lookup",
                     "keepalive": "benchmarks/go/loadgen -mode keepalive, 2 workers",
                 },
-                "baseline": baseline,
+                "compare_ref": args.compare_ref,
             },
         },
     )
-    for library in args.libraries:
+    for name in names:
         for mode in args.modes:
-            print(f"  {library:8} {mode:10} {results[library][mode]}")
+            print(f"  {name:16} {mode:10} {results[name][mode]}")
     print(f"  ratios {ratios}")
     print(f"-> {path}")
 

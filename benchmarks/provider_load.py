@@ -4,9 +4,8 @@ Every server is its own process pinned to CPU 0 with taskset, serves 10k JobSets
 (the same certificates), and is measured in alternating rounds so each sees the same machine load; ratios
 to the Go reference are taken per round (min/median/max). Clients run pinned to CPU 1.
 
-Servers: `python` (`trainer-policy provider serve --objects DATA.json`, the working tree's defaults),
-`python-<library>` (the same with `--tls-library <library>`, `--tls-libraries`), `python-at-<ref>` (the
-provider as of git `--compare-ref`, default main), `go-provider` (benchmarks/go/provider, a stdlib Go
+Servers: `python` (`trainer-policy provider serve --objects DATA.json`, the working tree), `python-at-<ref>`
+(the provider as of git `--compare-ref`, default main), `go-provider` (benchmarks/go/provider, a stdlib Go
 provider with the same request, response and value; built, like the client, with Gatekeeper's Go).
 
 Headline (`gatekeeper_client`): benchmarks/go/gkclient, which makes each lookup exactly as Gatekeeper's
@@ -48,7 +47,6 @@ from benchmarks.common import write_result
 from benchmarks.provider_servers import (
     CLIENT_CPU,
     LOOPBACK,
-    TLS_LIBRARIES,
     Server,
     ensure_go_binaries,
     go_version,
@@ -302,7 +300,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         data, keys = write_data(work, 10_000)
         key_file = write_keys(work, keys, 10, "10000")
-        names = ["python", *(f"python-{library}" for library in args.tls_libraries)]
+        names = ["python"]
         if args.compare_ref:
             names.append(f"python-at-{args.compare_ref}")
         servers = start_servers([*names, ANCHOR], data, pki, bins, work, args.compare_ref)
@@ -414,9 +412,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--floods", nargs="*", default=["connect", "hello"], choices=["connect", "hello"])
     parser.add_argument("--flood-conn-rate", type=int, default=1900, help="flood connections/s (4 workers)")
     parser.add_argument("--flood-rate", type=int, default=50, help="honest lookups/s during a flood")
-    parser.add_argument(
-        "--tls-libraries", nargs="*", default=[], choices=TLS_LIBRARIES, help="python-<library> servers"
-    )
     parser.add_argument("--compare-ref", default="main", help="git ref of the previous server to include ('' skips)")
     parser.add_argument("--headline-only", action="store_true", help="skip the throughput section")
     parser.add_argument("--seconds", type=float, default=4.0, help="seconds per server per closed-loop round")

@@ -26,8 +26,6 @@ GO_BIN = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kubef
 LOOPBACK = "127.0.0.1"
 SERVER_CPU, CLIENT_CPU = "0", "1"
 GO_PROGRAMS = ("gkclient", "flood", "provider", "echo", "loadgen")
-TLS_LIBRARIES = ("bundled", "stdlib")
-"""`python-<library>` runs the working tree with `--tls-library <library>`."""
 
 
 # ----------------------------------------------------------------------------------- tools
@@ -286,8 +284,6 @@ def start_servers(
         port = free_port()
         if name == "python":
             command = python_command(data, port, pki)
-        elif name.removeprefix("python-") in TLS_LIBRARIES:
-            command = python_command(data, port, pki, "--tls-library", name.removeprefix("python-"))
         elif name == "python-watch-cache":
             command = [sys.executable, "-m", "benchmarks.watch_cache_server", str(data), *serve_args(port, pki)[2:]]
         elif name.startswith("python-at-"):

@@ -1,54 +1,17 @@
 """The HTTPS server that carries ProviderRequests, plus /healthz, /readyz and /metrics.
 
 Stack: one stdlib asyncio event loop in its own thread, and a hand-written `asyncio.Protocol` per
-connection that runs TLS itself through a memory-buffer session (provider.tls: cryptography's bundled
-OpenSSL by default, the stdlib `ssl` module otherwise; so each connection gets the current, possibly
-reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with provider.http_request.
+connection that runs TLS itself through a memory-buffer session (provider.tls, Python's `ssl` module; so each
+connection gets the current, possibly reloaded, certificate and is counted from its TCP accept) and parses
+HTTP/1.1 with provider.http_request. Why this stack and not granian, uvloop or another TLS library, with
+the measurements: docs/provider-performance.md.
 
-Why, measured (2026-11-23, 10k JobSets, 10-key requests, TLS 1.3 with mTLS on every server, server
-pinned to one core, Go load generator on the other; the 2 cores were shared with other agents' work
-(load average 5-9), so compare within a run; medians of 3 alternating rounds).
-`python -m benchmarks.provider_load --headline-only --candidates wsgi rsgi --compare-ref '' --output
-provider_stack_choice` (benchmarks/results/provider_stack_choice.json):
-
-    server                       new mTLS connection per lookup      keep-alive
-                                 lookups/s  CPU/lookup  vs Go        req/s  CPU/req  vs Go
-    this stack (asyncio+OpenSSL)   162       2,329 us   0.42x        1,496   204 us  0.42x
-    granian 2.8.7, WSGI            425         822 us   1.15x        7,931   107 us  2.28x
-    granian 2.8.7, RSGI            419         981 us   1.19x        4,359   215 us  1.13x
-    Go stdlib provider             385       1,078 us   1            3,622   103 us  1
-    Go TLS 1.3 echo                338       1,007 us                8,760    44 us
-
-(An earlier run, provider_load.json, gave this stack 0.38-0.46x; the ratio moves with the machine's load.)
-Where the gap is: a lookup on a new connection is ~9/10 of its instructions in the TLS handshake. With the
-stdlib `ssl` (system OpenSSL 3.0), the table's stack: 5.85M of 6.49M instructions per lookup, 1.5M of them
-decoding the client certificate. `python -m benchmarks.tls_handshake` (results/tls_handshake.json, server
-CPU per connection, sans-I/O, medians of 5 rounds, 2026-11-26): OpenSSL 3.0 P-256 1,133 us with mTLS and
-502 us without; Ed25519 1,149/445 (no better); RSA 2048 1,827/1,371 (dearer: `certs` issues P-256, keep
-it); 2 session tickets instead of none 1,711 us (tickets are off); the provider's session over
-cryptography's bundled OpenSSL 4.0 833/455. (The 2026-11-23 run of that benchmark, on a machine loaded
-2-3x more, could not tell 4.0 from 3.0; instruction counts, which load does not move, can.) So since
-2026-11-26 the provider serves through cryptography's bundled OpenSSL (provider.bundled_openssl, which has
-the figures: 4.70M instructions per lookup, 0.74x the Go provider against 0.56x for this table's stack in
-one run of benchmarks/results/provider_load.json).
-
-Why not granian, though faster: it does not keep the guarantees below. `python -m
-benchmarks.granian_guarantees` (results/granian_guarantees.json; the same probe passes against this
-server): a silent TCP connection is never closed (no handshake deadline), a body that stops arriving
-is never timed out (its header read timeout covers heads only), there is no connection cap (356 of 356
-silent sockets stay open), duplicate Content-Length is answered 200, and the certificate is never
-reloaded (only a restart picks up rotated files). Its fast interface (WSGI) also cannot run in-process:
-`granian.server.embed` takes ASGI/RSGI only, and RSGI's keep-alive is no faster than this stack.
-Nor `rtls` 2026.9.21 (rustls behind the ssl module's `wrap_bio`, which would keep this server's
-connection handling): its server side never asks for a client certificate, so mTLS is silently off
-(tried as this server's TLS library, tests/provider/test_cli.py failed: a review made without a client
-certificate was answered).
-
-What decided the stack is therefore control: Gatekeeper opens a new connection per lookup
-and never closes it, so the server must own every connection from accept to close, with deadlines,
-a cap that idle sockets cannot exhaust and eviction, which one event loop and one connection table
-give directly (a thread per idle socket cannot be evicted from outside). uvloop bought nothing
-measurable in an earlier run (same per-request cost), so it is not a dependency.
+Gatekeeper opens a new connection for every lookup and never closes it, so the server must own every
+connection from accept to close, with deadlines, a cap that idle sockets cannot exhaust and eviction, which
+one event loop and one connection table give directly (a thread per idle socket cannot be evicted from
+outside). And every lookup pays a TLS handshake, so nothing may add a round trip or a wait to it: TCP_NODELAY
+on every connection, no session tickets (provider.tls), and whatever one flight of the client produces (the
+answer, the end of the handshake, an answer and its close_notify) leaves in one write.
 
 Bounded connection handling (every connection, TLS or plain, main or health port):
 - one table of open connections, counted from the TCP accept (before the TLS handshake);

@@ -99,4 +99,4 @@ def test_every_accepted_connection_has_tcp_nodelay(start_provider: StartProvider
 def accepted_sockets(running: Running, port: int) -> list[socket.socket]:
     """The server side of the connections open on `port` (from the server's connection table)."""
     servers = [s for s in running.server._servers if s.server_address[1] == port]  # type: ignore[attr-defined]
-    return [c.transport.get_extra_info("socket") for s in servers for c in s.connections.values()]
+    return [c.sock for s in servers for c in s.connections.values()]

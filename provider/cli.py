@@ -158,8 +158,12 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         default=READ_TIMEOUT_SECONDS,
         help="seconds from a request's first byte until it is complete, > 0 (default %(default)s)",
     )
-    # Accepted so that deployments which set it keep starting: Python's ssl module is the only TLS library now.
-    serve.add_argument("--tls-library", choices=("bundled", "stdlib"), help=argparse.SUPPRESS)
+    serve.add_argument(
+        "--tls-library",
+        choices=("bundled", "stdlib"),
+        help="ignored (TLS is served by Python's ssl module); still accepted so that deployments which set it "
+        "keep starting (default: not set)",
+    )
 
 
 def _split_listen(value: str) -> tuple[str, int]:

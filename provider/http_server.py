@@ -274,8 +274,10 @@ class ProviderHTTPServer:
                     return True
                 self._reap_after = now + REAP_PAUSE_SECONDS
                 victim, best = self._least_useful(now)  # the reap may have seen bytes from "silent" ones
-            for _ in range(8):  # a victim that looks silent or idle may have sent bytes the loop has not read yet
-                if victim is None or not (victim.silent or (victim.state == IDLE and not victim.served)):
+            for _ in range(8):  # a victim that looks silent, idle or half-way may have sent bytes not read yet
+                if victim is None or not (
+                    victim.silent or victim.early or (victim.state == IDLE and not victim.served)
+                ):
                     break
                 waiting = waiting_bytes(victim.sock)
                 if waiting is None:  # or be gone
@@ -287,6 +289,10 @@ class ProviderHTTPServer:
                     break
                 if victim.silent:
                     victim.arrived(waiting)
+                elif victim.early:  # the rest of a ClientHello that arrived in pieces?
+                    if not whole_client_hello(victim.early + waiting):
+                        break
+                    victim.hello_whole = True
                 else:  # its request is there, unread: progress
                     victim.since = now
                     self.progressed(victim)
@@ -480,25 +486,28 @@ class _Connection(asyncio.Protocol):
 
         0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for SILENCE_GRACE; 2 handshake
         done (or a plain connection) but no request for PROGRESS_GRACE; 3 a ClientHello or request still
-        arriving after PROGRESS_GRACE (trickling); 4 nothing received yet, younger than SILENCE_GRACE (under
-        load the loop may accept many connections before it reads the bytes a real client sent at once); 5
-        progress within PROGRESS_GRACE (a real client is there for a few milliseconds); 6 a handshake with a
-        whole ClientHello (seen unread, or answered), or one completed within PROGRESS_GRACE: a part of a
-        ClientHello costs an attacker nothing, a whole one costs it the server's answer, and the handshake
-        deadline still bounds it; among themselves the oldest goes first. Before a silent or idle connection
-        is evicted, `admit` looks whether its bytes are already waiting unread. Busy connections (an answer
-        being computed) are never evicted."""
+        arriving after PROGRESS_GRACE (trickling); 4 a part of a ClientHello, younger than PROGRESS_GRACE (a
+        real client writes its ClientHello whole, at once: a part costs an attacker nothing); 5 nothing
+        received yet, younger than SILENCE_GRACE (under load a real client's ClientHello may not be there, or
+        not be read, yet); 6 other progress within PROGRESS_GRACE (a real client is there for a few
+        milliseconds); 7 a handshake with a whole ClientHello (seen unread, or answered), or one completed
+        within PROGRESS_GRACE, whose request is coming (a whole ClientHello costs an attacker the server's
+        answer, and the handshake deadline still bounds it). Before a silent or idle connection is evicted,
+        `admit` looks whether its bytes are already waiting unread. Busy connections (an answer being
+        computed) are never evicted."""
         state = self.state
         if state in (BUSY, CLOSED):
             return _NOT_EVICTABLE
         if state == IDLE and self.served:
             return 0
         if self.silent:
-            return 1 if now - self.opened >= SILENCE_GRACE else 4
+            return 1 if now - self.opened >= SILENCE_GRACE else 5
         if state == HANDSHAKE and self.hello_whole:
-            return 6
+            return 7
         if now - self.since < PROGRESS_GRACE:
-            return 6 if state == IDLE and self.tls is not None else 5  # a handshake just completed: request coming
+            if state == HANDSHAKE:
+                return 4  # a part of a ClientHello: a real client writes it whole, at once
+            return 7 if self.tls is not None and state == IDLE else 6  # a handshake just completed: request coming
         return 2 if state == IDLE else 3
 
     def describe(self, now: float) -> str:
@@ -507,6 +516,7 @@ class _Connection(asyncio.Protocol):
             "silent",
             "idle_before_request",
             "reading",
+            "partial_hello",
             "young_silent",
             "young",
             "handshaking",

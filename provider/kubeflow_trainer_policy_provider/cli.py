@@ -13,7 +13,7 @@ import ssl
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 from kubeflow_trainer_policy_provider.documents import read_documents
 from kubeflow_trainer_policy_provider.errors import InputError
@@ -33,7 +33,7 @@ from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
 from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetSource
-from kubeflow_trainer_policy_provider.tls import DEFAULT_LIBRARY, Library, TLSFiles
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 MAX_PORT = 65535
 
@@ -163,11 +163,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--tls-library",
-        choices=get_args(Library),
-        default=DEFAULT_LIBRARY,
-        help="OpenSSL that serves TLS: 'bundled' is the one in the cryptography wheel (a new mTLS connection, "
-        "Gatekeeper's pattern, costs about a quarter less), 'stdlib' the system's, through Python's ssl module "
-        "(e.g. where only the system's validated OpenSSL may be used) (default %(default)s)",
+        choices=("bundled", "stdlib"),
+        help="ignored (TLS is served by Python's ssl module); still accepted so that deployments which set it "
+        "keep starting (default: not set)",
     )
 
 
@@ -227,11 +225,12 @@ def run(args: argparse.Namespace) -> int:
     host, port = _split_listen(args.listen)
     check_flags(args)
     logger = JsonLogger(min_level=args.log_level)
+    if args.tls_library is not None:
+        logger.warning("flag_ignored", flag="--tls-library", reason="TLS is always served by Python's ssl module")
     metrics = ProviderMetrics()
     try:
         config = ServeConfig(
             tls=TLSFiles(args.tls_cert, args.tls_key, args.client_ca),
-            tls_library=args.tls_library,
             host=host,
             port=port,
             health_port=args.health_port,

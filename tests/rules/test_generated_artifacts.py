@@ -139,10 +139,17 @@ def test_constraint_templates(profile):
         assert re.fullmatch(r"\d+\.\d+\.\d+", annotations["metadata.gatekeeper.sh/version"]), path
         (target,) = template["spec"]["targets"]
         assert "rego" not in target, f"{path}: the legacy rego field takes precedence over code"
-        (code,) = target["code"]
+        code, *others = target["code"]
         assert code["engine"] == "Rego" and code["source"]["version"] == "v1"
         _structural(template["spec"]["crd"]["spec"]["validation"]["openAPIV3Schema"], str(path))
         rule = next(r for r in load_catalog() if r.kind == template["spec"]["crd"]["spec"]["names"]["kind"])
+        # A rule with cel.yaml has its CEL as the second engine (tests/cel judge it), with generateVAP.
+        if (rule.folder / "cel.yaml").is_file():
+            (cel,) = others
+            assert cel["engine"] == "K8sNativeValidation" and cel["source"]["generateVAP"] is True, path
+            assert cel["source"]["validations"] and cel["source"]["variables"][0]["name"] == "settings", path
+        else:
+            assert others == [], path
         if rule.data.inventory:
             sync = json.loads(annotations["metadata.gatekeeper.sh/requires-sync-data"])
             # One requirement per kind: every kind the rule reads must be synced.

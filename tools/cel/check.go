@@ -4,6 +4,15 @@ package main
 // ValidatingAdmissionPolicy (the NewExpressions environment of a compatibility version: an API server of version
 // 1.N offers the CEL libraries of 1.(N-1)). A Gatekeeper template is checked as the policy Gatekeeper generates from
 // it (its variables, the Constraint as params).
+//
+// `cel check --environment gatekeeper` instead compiles a template's K8sNativeValidation source with the
+// declarations of Gatekeeper's driver (pkg/drivers/k8scel Driver.AddTemplate): only the variables see `params`,
+// validations, messages and match conditions see neither params nor an authorizer. The driver compiles in the
+// StoredExpressions environment of the k8s.io/apiserver it vendors, which offers every library that version knows.
+// This tool's library is newer, so its StoredExpressions would offer libraries an older Gatekeeper lacks; the
+// NewExpressions environment at compatibility version V is Kubernetes' own definition of what a version-V library
+// runs (what an API server lets be stored must run after a rollback to V), so it stands in for Gatekeeper's
+// StoredExpressions when Gatekeeper vendors k8s.io/apiserver 0.V.
 
 import (
 	"encoding/json"
@@ -78,13 +87,17 @@ func policyExpressions(input PolicyInput) (*expressions, error) {
 	}
 }
 
-func check(input *Input, compat string) CheckOutput {
+func check(input *Input, compat string, gatekeeperDriver bool) CheckOutput {
 	out := CheckOutput{CompatibilityVersion: compat, Errors: []CheckError{}}
 	ver, err := version.ParseMajorMinor(compat)
 	if err != nil {
 		fail(2, "cel: --compatibility-version: "+err.Error())
 	}
 	for _, p := range input.Policies {
+		if gatekeeperDriver && p.Flavour != "gatekeeper" {
+			out.Errors = append(out.Errors, CheckError{Policy: p.Name, Error: "--environment gatekeeper checks only flavour gatekeeper"})
+			continue
+		}
 		e, err := policyExpressions(p)
 		if err != nil {
 			out.Errors = append(out.Errors, CheckError{Policy: p.Name, Error: err.Error()})
@@ -96,13 +109,20 @@ func check(input *Input, compat string) CheckOutput {
 		}
 		withAuthz := cel.OptionalVariableDeclarations{HasParams: e.hasParams, HasAuthorizer: true}
 		plain := cel.OptionalVariableDeclarations{HasParams: e.hasParams}
+		variables := withAuthz
+		if gatekeeperDriver {
+			// Driver.AddTemplate: CompileAndStoreVariables with HasParams, everything else with no optional variables.
+			variables = cel.OptionalVariableDeclarations{HasParams: true}
+			withAuthz = cel.OptionalVariableDeclarations{}
+			plain = cel.OptionalVariableDeclarations{}
+		}
 		report := func(field string, result cel.CompilationResult) {
 			if result.Error != nil {
 				out.Errors = append(out.Errors, CheckError{Policy: p.Name, Field: field, Error: result.Error.Error()})
 			}
 		}
 		for i, v := range e.variables {
-			report(fmt.Sprintf("variables[%d] %s", i, v.GetName()), compiler.CompileAndStoreVariable(v, withAuthz, environment.NewExpressions))
+			report(fmt.Sprintf("variables[%d] %s", i, v.GetName()), compiler.CompileAndStoreVariable(v, variables, environment.NewExpressions))
 		}
 		for i, mc := range e.matchConditions {
 			report(fmt.Sprintf("matchConditions[%d]", i), compiler.CompileCELExpression(mc, withAuthz, environment.NewExpressions))

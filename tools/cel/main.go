@@ -24,7 +24,7 @@ import (
 )
 
 const usage = `usage: cel eval [--stream] < input.json
-       cel check [--compatibility-version 1.30] < input.json
+       cel check [--compatibility-version 1.30] [--environment vap|gatekeeper] < input.json
        cel version`
 
 func main() {
@@ -44,17 +44,20 @@ func main() {
 		}
 	case "check":
 		compat := "1.30"
+		gatekeeperDriver := false
 		args := os.Args[2:]
 		for len(args) > 0 {
 			switch {
 			case args[0] == "--compatibility-version" && len(args) > 1:
 				compat, args = args[1], args[2:]
+			case args[0] == "--environment" && len(args) > 1 && (args[1] == "vap" || args[1] == "gatekeeper"):
+				gatekeeperDriver, args = args[1] == "gatekeeper", args[2:]
 			default:
 				fail(2, "unknown argument "+args[0]+"\n"+usage)
 			}
 		}
 		input := readInput(os.Stdin)
-		writeJSON(check(input, compat))
+		writeJSON(check(input, compat, gatekeeperDriver))
 	case "version":
 		fmt.Println("Kubernetes admission-policy code: k8s.io/apiserver " + debianVersion)
 		fmt.Println("Go Version: " + runtime.Version())

@@ -81,6 +81,9 @@ class CelSession:
         self.close()
 
 
-def check(policies: list[dict[str, Any]], compatibility_version: str) -> list[dict[str, Any]]:
-    """The expressions that do not compile where an API server of compatibility_version validates new policies."""
-    return run_cel(["check", "--compatibility-version", compatibility_version], {"policies": policies})["errors"]
+def check(policies: list[dict[str, Any]], compatibility_version: str, environment: str = "vap") -> list[dict[str, Any]]:
+    """The expressions that do not compile where an API server of compatibility_version validates new policies
+    (environment "vap"), or, for templates, where Gatekeeper's K8sNativeValidation driver compiles them with the CEL
+    libraries of k8s.io/apiserver 0.<minor of compatibility_version> (environment "gatekeeper")."""
+    args = ["check", "--compatibility-version", compatibility_version, "--environment", environment]
+    return run_cel(args, {"policies": policies})["errors"]

@@ -1,6 +1,8 @@
 """The differential between a rule's Rego and its CEL, both read from the template the profile's bundle ships
 (bundles/gatekeeper/<profile>/<rule>/template.yaml): the Rego entry as Gatekeeper's Rego engine runs it, the
-K8sNativeValidation entry as Gatekeeper's CEL engine runs it (tools/cel), on the same reviews."""
+K8sNativeValidation entry as Gatekeeper's CEL engine runs it (tools/cel), on the same reviews. A rule whose CEL the
+oldest supported Gatekeeper cannot compile ships its template without it; its CEL is judged in the entry a newer
+Gatekeeper would be given (gatekeeper.judged_template), the CEL its standalone ValidatingAdmissionPolicy carries."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def rego(profile: str, rule_id: str) -> CompiledTemplate:
 @cache
 def shipped(profile: str, rule_id: str) -> dict[str, Any]:
     rule = next(r for r, _ in cel_rules() if r.id == rule_id)
-    return gatekeeper.shipped_template(rule, get_profile(profile))
+    return gatekeeper.judged_template(rule, get_profile(profile))
 
 
 def shipped_templates(profile: Profile) -> dict[str, dict[str, Any]]:

@@ -1,8 +1,8 @@
 """What a cluster must accept of the CEL: every rule either carries CEL or says why it stays Rego-only; each shipped
 template's CEL compiles in the environment of the oldest Kubernetes it declares (and not the one before, so the
-declared version is the true minimum); and objects far larger than real ones stay within Gatekeeper's cost budget
-for one evaluation (k8s.io/apiserver's PerCallLimit; a ValidatingAdmissionPolicy binding gets ten times as much)
-while CEL still equals Rego on them."""
+declared version is the true minimum) and where the oldest supported Gatekeeper compiles it; and objects far
+larger than real ones stay within Gatekeeper's cost budget for one evaluation (k8s.io/apiserver's PerCallLimit; a
+ValidatingAdmissionPolicy binding gets ten times as much) while CEL still equals Rego on them."""
 
 from __future__ import annotations
 
@@ -35,10 +35,34 @@ def _previous(version: str) -> str:
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
 def test_each_shipped_cel_compiles_from_its_declared_kubernetes_version_and_not_before(profile):
     for rule, source in cel_rules():
-        policy = {"name": rule.id, "flavour": "gatekeeper", "template": gatekeeper.shipped_template(rule, profile)}
+        policy = {"name": rule.id, "flavour": "gatekeeper", "template": gatekeeper.judged_template(rule, profile)}
         assert run.check([policy], source.compatibility) == [], (rule.id, source.compatibility)
         if source.compatibility != MIN_COMPATIBILITY:
             assert run.check([policy], _previous(source.compatibility)) != [], (rule.id, source.compatibility)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_each_templates_cel_compiles_where_the_oldest_supported_gatekeeper_runs_it(profile):
+    """Gatekeeper runs a template's CEL instead of its Rego, compiles it only when it first evaluates it, and then a
+    compile error denies every request the Constraint matches (failurePolicy Fail). So every K8sNativeValidation
+    entry a bundle ships compiles with the declarations of Gatekeeper's driver and the CEL libraries of the oldest
+    supported Gatekeeper; one with generateVAP also compiles where the oldest API server Gatekeeper generates
+    policies on validates the policy; and every rule's CEL left out of its template does not compile there, so
+    none is left out without cause."""
+    left_out = []
+    for rule, _ in cel_rules():
+        template = gatekeeper.shipped_template(rule, profile)
+        if not gatekeeper.has_cel(template):
+            left_out.append(rule.id)
+            judged = {"name": rule.id, "flavour": "gatekeeper", "template": gatekeeper.judged_template(rule, profile)}
+            assert run.check([judged], gatekeeper.GATEKEEPER_CEL_LIBRARY, "gatekeeper") != [], rule.id
+            continue
+        policy = {"name": rule.id, "flavour": "gatekeeper", "template": template}
+        assert run.check([policy], gatekeeper.GATEKEEPER_CEL_LIBRARY, "gatekeeper") == [], rule.id
+        (entry,) = [c for c in template["spec"]["targets"][0]["code"] if c["engine"] == gatekeeper.ENGINE]
+        if entry["source"]["generateVAP"]:
+            assert run.check([policy], _previous(gatekeeper.GATEKEEPER_VAP_KUBERNETES)) == [], rule.id
+    assert left_out == [rule.id for rule, source in cel_rules() if not gatekeeper.in_template(source)]
 
 
 def _job(i: int) -> dict[str, Any]:

@@ -79,6 +79,43 @@ def test_check_knows_which_kubernetes_versions_have_a_library():
     assert error["field"] == "validations[0].expression" and "undeclared reference to 'transformList'" in error["error"]
 
 
+def _template(variable: str, validation: str) -> dict[str, Any]:
+    source = {
+        "variables": [{"name": "limit", "expression": variable}],
+        "validations": [{"expression": validation, "message": "too long"}],
+    }
+    code = [{"engine": "Rego", "source": {"rego": "package x"}}, {"engine": "K8sNativeValidation", "source": source}]
+    return {
+        "name": "t",
+        "flavour": "gatekeeper",
+        "template": {
+            "apiVersion": "templates.gatekeeper.sh/v1",
+            "kind": "ConstraintTemplate",
+            "metadata": {"name": "t"},
+            "spec": {"targets": [{"target": "admission.k8s.gatekeeper.sh", "code": code}]},
+        },
+    }
+
+
+def test_gatekeeper_environment_declares_what_gatekeepers_driver_declares():
+    """Gatekeeper's driver gives `params` (the whole Constraint) to variables only; its validations read
+    variables.params. The API server's policy environment declares params for every expression, Gatekeeper's not."""
+    through_variable = _template("params.spec.parameters.max", "size(object.metadata.name) <= variables.limit")
+    assert run.check([through_variable], "1.30", "gatekeeper") == []
+    direct = _template("63", "size(object.metadata.name) <= params.spec.parameters.max")
+    assert run.check([direct], "1.30") == []
+    [error] = run.check([direct], "1.30", "gatekeeper")
+    assert error["field"] == "validations[0].expression" and "undeclared reference to 'params'" in error["error"]
+
+
+def test_gatekeeper_environment_has_only_its_librarys_functions():
+    """A Gatekeeper that vendors k8s.io/apiserver 0.31 has no two-variable comprehensions (1.32's libraries)."""
+    newer = _template("63", "object.metadata.name.split('').transformList(i, c, c).size() <= variables.limit")
+    assert run.check([newer], "1.32", "gatekeeper") == []
+    [error] = run.check([newer], "1.31", "gatekeeper")
+    assert "undeclared reference to 'transformList'" in error["error"]
+
+
 def test_bad_input_exits_2_with_one_line():
     result = subprocess.run([str(cel_binary()), "eval"], input="{", capture_output=True, text=True, check=False)
     assert result.returncode == 2

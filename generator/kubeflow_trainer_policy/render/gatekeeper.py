@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
-from kubeflow_trainer_policy.cel.gatekeeper import ENGINE, code_entry
+from kubeflow_trainer_policy.cel.gatekeeper import ENGINE, code_entry, in_template
 from kubeflow_trainer_policy.cel.source import SOURCE_FILE, load_source
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import Profile
@@ -38,7 +38,9 @@ CONSTRAINTS_ANNOTATIONS = {
 ENGINE_FILES = {SOURCE_FILE: ENGINE}
 """Engines besides Rego that a rule's folder may hold, each in a file beside src.rego, rendered per profile into that
 engine's entry after the Rego one (cel.yaml: kubeflow_trainer_policy.cel.source). Gatekeeper evaluates one engine per
-template and prefers K8sNativeValidation where it runs (3.18+); an older Gatekeeper, or `gator`, runs the Rego."""
+template and prefers K8sNativeValidation where it runs (3.18+); an older Gatekeeper, or `gator`, runs the Rego. A
+rule's CEL enters its template only when the oldest supported Gatekeeper's CEL libraries compile it
+(kubeflow_trainer_policy.cel.gatekeeper.in_template)."""
 GATOR_SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
 """Suites of templates that call external_data: gator reads only test.gatekeeper.sh Suites, so it skips them."""
@@ -84,7 +86,7 @@ def code(rule: Rule, profile: Profile) -> list[dict[str, Any]]:
     rego = {"version": "v1", "rego": rule.source, "libs": [lib.source for lib in shipped_libs(rule, profile)]}
     entries: list[dict[str, Any]] = [{"engine": "Rego", "source": rego}]
     cel = load_source(rule)
-    if cel is not None:
+    if cel is not None and in_template(cel):
         entries.append(code_entry(cel, rule, profile))
     return entries
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import requests
-import yaml
+
+from kubeflow_trainer_policy_provider.errors import InputError
+from kubeflow_trainer_policy_provider.reader import read_single
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
@@ -94,9 +96,9 @@ def _path(base: Path, value: str) -> str:
 def from_kubeconfig(path: str | Path, context: str | None = None) -> KubeCredentials:
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise KubeAuthError(f"cannot read kubeconfig {path}: {exc}") from exc
+        config = read_single(path).body
+    except InputError as exc:
+        raise KubeAuthError(f"cannot read kubeconfig {exc}") from exc
     if not isinstance(config, dict):
         raise KubeAuthError(f"kubeconfig {path} is not a mapping")
     context_name = context or config.get("current-context")

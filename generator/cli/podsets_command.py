@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.errors import InputError
     from kubeflow_trainer_policy.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
     from kubeflow_trainer_policy.podsets.rego import PodSetsEngine
-    from kubeflow_trainer_policy_provider.documents import dig, read_documents, read_single
+    from kubeflow_trainer_policy_provider.documents import dig
+    from kubeflow_trainer_policy_provider.reader import read_documents, read_single
 
     document = read_single(args.trainjob)
     trainjob = document.body

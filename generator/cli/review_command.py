@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient
     from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
     from kubeflow_trainer_policy.gatekeeper.runner import ReviewResult
-    from kubeflow_trainer_policy_provider.documents import Document
+    from kubeflow_trainer_policy_provider.reader import Document
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
@@ -121,7 +121,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
         return [folder]
     if depth > 8:
         raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
-    from kubeflow_trainer_policy_provider.documents import read_single
+    from kubeflow_trainer_policy_provider.reader import read_single
 
     resources = read_single(kustomization).body.get("resources")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
@@ -134,18 +134,9 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
 
 
 def _read_review(path: str) -> Document:
-    from kubeflow_trainer_policy_provider.documents import parse_documents, read_single
+    from kubeflow_trainer_policy_provider.reader import read_single
 
-    if path != STDIN:
-        return read_single(path)
-    try:
-        text = sys.stdin.read()
-    except UnicodeDecodeError as exc:
-        raise InputError("<stdin>", "not UTF-8 text") from exc
-    documents = parse_documents(text, "<stdin>")
-    if len(documents) != 1:
-        raise InputError("<stdin>", f"expected exactly one document, found {len(documents)}")
-    return documents[0]
+    return read_single(path)  # `-` is stdin
 
 
 def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> ProviderClient:
@@ -186,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
     from kubeflow_trainer_policy.gatekeeper.review import audit_request, request_from_document
     from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-    from kubeflow_trainer_policy_provider.documents import read_documents, read_single
+    from kubeflow_trainer_policy_provider.reader import read_documents, read_single
 
     sources: list[str | Path] = (
         list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))

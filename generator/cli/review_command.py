@@ -209,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))
     else:
         _print_text(result)
+    for failure in result.builtin_failures:
+        print(f"trainer-policy review: note: {failure}", file=sys.stderr)
+
     if result.errors:
         print(f"trainer-policy review: {result.errors[0]}", file=sys.stderr)
         return EXIT_ERROR

@@ -24,7 +24,7 @@
 #   profile: v2.1
 package trainertrainjobmlpolicy
 
-import data.lib.trainer.quantity
+import data.lib.trainer.nanos
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
@@ -211,11 +211,11 @@ runtime_node_resources := [r |
 # title: gpus
 # description: GetNumGPUPerNode's count in requests or limits (a resource whose name contains gpu), rounded up.
 gpus(list) := max(counts) if {
-	counts := [ceil(x) |
+	counts := [nanos.ceil_units(n) |
 		some name, q in review.get(resources_per_node, [list], {})
 		is_string(name)
 		contains(lower(name), "gpu")
-		x := quantity.parse(q)
+		n := nanos.parse(q)
 	]
 	count(counts) > 0
 } else := 0

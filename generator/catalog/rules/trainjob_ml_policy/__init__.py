@@ -414,12 +414,12 @@ RULE = Rule(
         "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
     ),
     spec_section="E6-E7",
-    version="1.0.8",
+    version="1.0.9",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=RUNTIME_KINDS,
-    libs=("violations", "review", "runtime", "quantity"),
+    libs=("violations", "review", "runtime", "nanos"),
     cases=cases,
     settings=SETTINGS,
 )

@@ -7,7 +7,7 @@
 #   `1` and `1Gi` equals `1024Mi`.
 package lib.trainer.semantic
 
-import data.lib.trainer.quantity
+import data.lib.trainer.nanos
 
 # METADATA
 # title: same
@@ -85,7 +85,7 @@ same_pair([context, x, y]) := same_quantity(context, x, y) if {
 
 same_quantity(context, x, y) if {
 	quantity_path(context)
-	quantity.parse(x) == quantity.parse(y)
+	nanos.parse(x) == nanos.parse(y)
 } else := false
 
 # Facts present on one side only are compared after quantity normalization: facts common to both
@@ -123,7 +123,7 @@ normalized(context, facts) := {[path, normalized_value(array.concat(context, pat
 
 normalized_value(path, value) := ["quantity", q] if {
 	quantity_path(path)
-	q := quantity.parse(value)
+	q := nanos.parse(value)
 } else := value
 
 quantity_path(path) if path[count(path) - 2] in {"requests", "limits"}

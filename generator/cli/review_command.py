@@ -14,6 +14,7 @@ from kubeflow_trainer_policy.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient
     from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
+    from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
     from kubeflow_trainer_policy.gatekeeper.runner import ReviewResult
     from kubeflow_trainer_policy_provider.reader import Document
 
@@ -94,6 +95,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "-o", "--output", choices=("json", "text"), default="text", help="report format (default %(default)s)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when no constraint matches an object of a Kubeflow API group (likely a typo in its kind or "
+        "apiVersion, which Gatekeeper would admit unchecked); without it that is a warning on stderr (default: off)",
     )
     parser.set_defaults(run=run)
 
@@ -205,6 +212,12 @@ def run(args: argparse.Namespace) -> int:
                 "and their Constraints; see --constraints and --profile)",
             )
         result = runner.review(request)
+    unmatched = "" if result.matched or result.errors else unmatched_kubeflow_object(request, policy_set)
+    where = "<stdin>" if args.review == STDIN else args.review
+    if unmatched and args.strict:
+        raise InputError(where, unmatched)
+    if unmatched:
+        print(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)", file=sys.stderr)
     if args.output == "json":
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))
     else:
@@ -216,6 +229,43 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainer-policy review: {result.errors[0]}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ALLOWED if result.allowed else EXIT_DENIED
+
+
+KUBEFLOW_GROUP_SUFFIX = "kubeflow.org"
+
+
+def unmatched_kubeflow_object(request: AdmissionRequest, policy_set: PolicySet) -> str:
+    """Why an object of a Kubeflow API group that no constraint matched is suspicious ("" when it is not one): a
+    `kind: Trainjob` or an apiVersion without its version is admitted by Gatekeeper without any check."""
+    obj = request.object if request.object is not None else request.old_object
+    if not isinstance(obj, dict):
+        return ""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or KUBEFLOW_GROUP_SUFFIX not in api_version:
+        return ""
+    group = api_version.rpartition("/")[0]
+    known = sorted(
+        {
+            (g, k)
+            for c in policy_set.constraints
+            for entry in (c.match.get("kinds") or [])
+            if isinstance(entry, dict)
+            for g in entry.get("apiGroups") or []
+            for k in entry.get("kinds") or []
+        }
+    )
+    hints = []
+    if not group:
+        hints.append(f"apiVersion {api_version!r} has no version (want <group>/<version>)")
+    close = sorted({k for _, k in known if isinstance(kind, str) and k.lower() == kind.lower() and k != kind})
+    if close:
+        hints.append(f"kind {kind!r} is not {close[0]!r} (kinds are case-sensitive)")
+    kinds = ", ".join(sorted({k for g, k in known if g == group or not group})) or "none"
+    hint = "; ".join(hints) if hints else f"the constraints here match these kinds of its group: {kinds}"
+    return (
+        f"no constraint matches kind {kind!r} of apiVersion {api_version!r}, so Gatekeeper would admit it "
+        f"without any check: {hint}"
+    )
 
 
 def _print_text(result: ReviewResult) -> None:

@@ -25,10 +25,19 @@ def _default_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def write_bytes(path: str | Path, data: bytes, mode: int | None = None) -> None:
-    """Write `data` to `path` atomically; `mode` defaults to what `open()` would give a new file."""
+def _named(exc: OSError, shown: str | Path) -> OSError:
+    """The same error naming the file the user asked for, not a temporary name (errno and message kept)."""
+    return type(exc)(exc.errno, exc.strerror, str(shown)) if exc.errno is not None else exc
+
+
+def write_bytes(path: str | Path, data: bytes, mode: int | None = None, *, shown: str | Path | None = None) -> None:
+    """Write `data` to `path` atomically; `mode` defaults to what `open()` would give a new file. An OSError (a full
+    disk) names `shown` (default: `path`)."""
     path = Path(path)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _named(exc, shown or path) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -36,9 +45,11 @@ def write_bytes(path: str | Path, data: bytes, mode: int | None = None) -> None:
             os.fsync(handle.fileno())
         os.chmod(temporary, _default_mode() if mode is None else mode)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(FileNotFoundError):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise _named(exc, shown or path) from exc
         raise
 
 
@@ -55,9 +66,20 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
     parent = target.parent
     if not parent.is_dir():
         raise FileNotFoundError(f"no such folder: {parent}")
-    staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp"))
+    # Inside an existing target (its files are then renamed within one filesystem, even when the target is a
+    # mount point), else next to it (the folder itself is renamed).
+    home = target if target.is_dir() else parent
     try:
-        yield staging
+        staging = Path(tempfile.mkdtemp(dir=home, prefix=f".{target.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise _named(exc, target) from exc
+    try:
+        try:
+            yield staging
+        except OSError as exc:  # name the file as it will be called, not its staging name
+            name = str(exc.filename or "")
+            shown = target / Path(name).relative_to(staging) if name.startswith(str(staging)) else target
+            raise _named(exc, shown) from exc
         if not target.exists():
             os.chmod(staging, 0o777 & ~_umask())
             os.rename(staging, target)

@@ -217,6 +217,26 @@ def parse(text: str, source: str, limits: ReadLimits | None = None) -> Iterator[
         raise _yaml_error(text, source, exc) from exc
 
 
+def parse_value(text: str, source: str, limits: ReadLimits | None = None) -> Any:
+    """The one value of a YAML or JSON document of any kind (e.g. an OPA bundle's data.yaml), read with the same
+    limits and checks as Kubernetes objects; None for an empty document."""
+    limits = limits or current_limits()
+    if len(text) > limits.max_input_bytes:
+        raise InputError(
+            source, f"larger than the limit of {limits.max_input_bytes} bytes ({limits.describe('max_input_bytes')})"
+        )
+    parsed = _load_json(text, source, limits)
+    if parsed is not None:
+        return parsed
+    if _scan_yaml(text, source, limits) > 1:
+        raise InputError(source, "expected one document")
+    try:
+        value = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(text, source, exc) from exc
+    return as_kubernetes_json(value, source)
+
+
 def _yaml_error(text: str, source: str, exc: yaml.YAMLError) -> InputError:
     if isinstance(exc, DuplicateKeyError):
         return InputError(source, str(exc))

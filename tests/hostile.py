@@ -131,11 +131,13 @@ def on_full_disk(argv: Sequence[str | Path], folder: Path, size_kib: int, *, tim
     after.mkdir()
     command = " ".join(_quote(str(a)) for a in argv)
     script = (
-        f"mount -t tmpfs -o size={size_kib}k tmpfs {_quote(str(folder))} && "
-        f"cp -a {_quote(str(stash))}/. {_quote(str(folder))}/ && "
-        f"{{ {command}; status=$?; }}; cp -a {_quote(str(folder))}/. {_quote(str(after))}/; exit $status"
+        f"mount -t tmpfs -o size={size_kib}k tmpfs {_quote(str(folder))} || exit 97\n"
+        f"cp -a {_quote(str(stash))}/. {_quote(str(folder))}/ || exit 98\n"
+        f"{command}\nstatus=$?\ncp -a {_quote(str(folder))}/. {_quote(str(after))}/\nexit $status\n"
     )
     result = run_measured([UNSHARE, "--user", "--map-root-user", "--mount", "sh", "-c", script], timeout=timeout)
+    if result.code in (97, 98):
+        raise AssertionError(f"could not set up the small filesystem: {result.stderr}")
     shutil.rmtree(folder)
     after.rename(folder)
     shutil.rmtree(stash)

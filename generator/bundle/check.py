@@ -9,6 +9,7 @@ from typing import Any
 from kubeflow_trainer_policy.bundle.build import MANIFEST, SIGNATURES
 from kubeflow_trainer_policy.bundle.loader import DATA_FILES, bundle_data, load_bundle
 from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.fact_cache import FactCache
 from kubeflow_trainer_policy.engine.rego_ast import RegoParser
 from kubeflow_trainer_policy.errors import EngineError
 
@@ -44,7 +45,7 @@ def bundle_problems(files: dict[str, bytes]) -> list[str]:
     modules = {name: content for name, content in files.items() if name.endswith(".rego")}
     if not modules:
         problems.append("the bundle holds no Rego module")
-    parser = RegoParser()
+    parser = RegoParser(FactCache(None))  # a bundle's modules are not this project's: nothing of them on disk
     for name, content in sorted(modules.items()):
         try:
             package = parser.parse(name, content.decode()).package
@@ -79,4 +80,6 @@ def _compile_problems(files: dict[str, bytes]) -> list[str]:
             engine.eval_query("x := 1")
         except (EngineError, UnicodeDecodeError) as exc:
             return [f"the modules do not compile together: {_one_line(exc)}"]
+        except ValueError as exc:  # data files that do not merge
+            return [_one_line(exc)]
     return []

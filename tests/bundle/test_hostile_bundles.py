@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from kubeflow_trainer_policy.bundle.archive import archive_bytes, read_archive
+from kubeflow_trainer_policy.bundle.archive import read_archive
 from kubeflow_trainer_policy.engine.embedded import EmbeddedOpaEngine
 from tests.bundle.helpers import cli
 from tests.bundle.lying_registry import Lies, LyingRegistry
@@ -31,6 +31,17 @@ from tests.cli.helpers import run_cli
 from tests.hostile import TRAINER_POLICY, assert_refused, on_full_disk, run_measured
 
 NAME = "kubeflow-trainer-policy-v2.0.tar.gz"
+
+
+def archive_bytes(files: dict[str, bytes]) -> bytes:
+    """A bundle tarball of these files, written here with tarfile (not the code under test)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo("/" + name)
+            info.size = len(files[name])
+            tar.addfile(info, io.BytesIO(files[name]))
+    return raw.getvalue()
 
 
 def _bundle_with(built: Path, extra: dict[str, bytes]) -> bytes:

@@ -75,9 +75,14 @@ ends(pairs) := {pair |
 	count(pair[1]) != count(pair[2])
 }
 
-# Two different scalars (neither null) are the same only as quantities of equal value; any other pair
+# Two lists of different lengths are never the same (without comparing their facts, which costs a walk of
+# both); two different scalars (neither null) are the same only as quantities of equal value; any other pair
 # compares by facts.
-same_pair([context, x, y]) := same_quantity(context, x, y) if {
+same_pair([context, x, y]) := false if {
+	is_array(x)
+	is_array(y)
+	count(x) != count(y)
+} else := same_quantity(context, x, y) if {
 	not is_object(x)
 	not is_array(x)
 	x != null

@@ -16,6 +16,7 @@ MODULES = [
     "benchmarks.tls_handshake",
     "benchmarks.granian_guarantees",
     "benchmarks.cli_startup",
+    "benchmarks.review_folder",
 ]
 
 

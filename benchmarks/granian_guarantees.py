@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import write_result
-from benchmarks.provider_load import (
+from benchmarks.provider_servers import (
     LOOPBACK,
     free_port,
     granian_command,

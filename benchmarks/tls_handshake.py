@@ -5,10 +5,10 @@ library through memory buffers, and only the server's calls are timed, so this i
 TLS library costs per Gatekeeper lookup (a new connection each time) from sockets and the event loop.
 Variants are measured in alternating rounds (median, min, max of the per-round means), pinned to one core.
 
-Server libraries: `openssl-3.0` (the stdlib `ssl`, the provider's fallback), `bundled` (the provider's session
-through cryptography's bundled OpenSSL, provider.bundled_openssl: what it serves with), `openssl-4` (pyOpenSSL
-over that same bundled OpenSSL), `rustls` (the `rtls` package; its server side has no client certificate
-verification, so it runs server-auth only: it cannot serve the provider's mTLS).
+Server libraries: `openssl-3.0` (the provider's own session, provider.tls: the stdlib `ssl` over the system's
+OpenSSL), `openssl-4` (pyOpenSSL over the OpenSSL that the `cryptography` wheel bundles), `rustls` (the `rtls`
+package; its server side has no client certificate verification, so it runs server-auth only: it cannot serve
+the provider's mTLS).
 Key types: ECDSA P-256 (what `trainer-policy certs` issues), RSA 2048, Ed25519; every certificate of a PKI
 (CAs, serving, client) is of that type.
 
@@ -38,8 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from benchmarks.common import write_result
-from kubeflow_trainer_policy_provider import bundled_openssl
-from kubeflow_trainer_policy_provider.tls import StdlibSession, TLSFiles, server_context
+from kubeflow_trainer_policy_provider.tls import ServerSession
 
 KEY_TYPES = ("p256", "rsa2048", "ed25519")
 REQUEST = b"POST / HTTP/1.1\r\nHost: provider\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
@@ -122,8 +121,8 @@ class Server:
 
 
 class SessionServer(Server):
-    """One server-side connection through one of the provider's sessions (provider.tls): `StdlibSession` over
-    an `ssl.SSLContext` (or rtls's, which takes the same memory BIOs), or the bundled library's session."""
+    """One server-side connection through the provider's session (provider.tls): `ServerSession` over an
+    `ssl.SSLContext` (or rtls's, which takes the same memory BIOs)."""
 
     def __init__(self, session: Any):
         self.tls = session
@@ -190,11 +189,6 @@ class PyOpenSSLServer(Server):
         return self.sent
 
 
-def bundled_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
-    context = server_context(TLSFiles(pki.cert, pki.key, pki.client_ca if mtls else None), "bundled")
-    return lambda: SessionServer(context.new_session())
-
-
 def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Server]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = context.maximum_version = ssl.TLSVersion.TLSv1_3
@@ -203,7 +197,7 @@ def stdlib_factory(pki: PKI, mtls: bool, tickets: int = 0) -> Callable[[], Serve
     if mtls:
         context.load_verify_locations(cafile=pki.client_ca)
         context.verify_mode = ssl.CERT_REQUIRED
-    return lambda: SessionServer(StdlibSession(context))
+    return lambda: SessionServer(ServerSession(context))
 
 
 def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
@@ -214,7 +208,7 @@ def rustls_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
     context = rtls.SSLContext(rtls.PROTOCOL_TLS_SERVER)
     context.minimum_version = context.maximum_version = rtls.TLSVersion.TLSv1_3
     context.load_cert_chain(pki.cert, pki.key)
-    return lambda: SessionServer(StdlibSession(context))
+    return lambda: SessionServer(ServerSession(context))
 
 
 def pyopenssl_factory(pki: PKI, mtls: bool) -> Callable[[], Server]:
@@ -306,7 +300,6 @@ def variants(directory: Path) -> tuple[dict[str, tuple[Callable[[], Server], ssl
             auth = "mtls" if mtls else "server-auth"
             client = client_context(pki, mtls)
             found[f"openssl-3.0/{kind}/{auth}"] = (stdlib_factory(pki, mtls), client)
-            found[f"bundled/{kind}/{auth}"] = (bundled_factory(pki, mtls), client)
             if kind == "p256":
                 found[f"openssl-3.0/{kind}/{auth}/2-tickets"] = (stdlib_factory(pki, mtls, tickets=2), client)
             if have_pyopenssl:
@@ -321,7 +314,7 @@ def variants(directory: Path) -> tuple[dict[str, tuple[Callable[[], Server], ssl
 
 
 def library_versions() -> dict[str, str]:
-    versions = {"openssl-3.0": ssl.OPENSSL_VERSION, "bundled": bundled_openssl.version()}
+    versions = {"openssl-3.0": ssl.OPENSSL_VERSION}
     if importlib.util.find_spec("OpenSSL") is not None:
         from OpenSSL import SSL
 

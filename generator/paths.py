@@ -1,13 +1,34 @@
-"""Where the committed, generated artifacts live (a source checkout or an editable install)."""
+"""Where the generated artifacts (policies/, bundles/) and the engine's pinned requirements are read from.
+
+A wheel ships them inside the package (`kubeflow_trainer_policy/{bundles,policies,requirements}`, mapped from
+the checkout's top-level folders by pyproject.toml); a source checkout or an editable install reads the
+checkout's own folders. Only `generate` writes, and only into a checkout.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-POLICIES_DIR = PROJECT_ROOT / "policies"
-BUNDLES_DIR = PROJECT_ROOT / "bundles"
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parent
+"""The checkout (source or editable install); in a wheel install, site-packages, which nothing writes to."""
+
+
+def _shipped(name: str) -> Path:
+    installed = PACKAGE_DIR / name
+    return installed if installed.is_dir() else PROJECT_ROOT / name
+
+
+POLICIES_DIR = _shipped("policies")
+BUNDLES_DIR = _shipped("bundles")
+ENGINE_REQUIREMENTS = _shipped("requirements") / "opa-engine.txt"
+"""Hash-pinned opa-golib-python-bindings: `trainer-policy install-engine` installs from it."""
 DEFAULT_PROFILE = "v2.0"
+
+
+def is_checkout() -> bool:
+    """A source checkout (where `generate` may write), not an installed copy."""
+    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "generator").is_dir()
 
 
 def gatekeeper_bundle_dir(profile: str) -> Path:

@@ -7,12 +7,13 @@ runner), so it installs and starts without them."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import ssl
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 from kubeflow_trainer_policy_provider.errors import InputError
 from kubeflow_trainer_policy_provider.handler import MAX_KEYS
@@ -25,14 +26,14 @@ from kubeflow_trainer_policy_provider.http_server import (
     InvalidSetting,
     Limits,
 )
-from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCredentials, from_kubeconfig, in_cluster
+from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCredentials, default_credentials
 from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.reader import add_limit_arguments, configure, limits_from_args, read_documents
 from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
 from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetSource
-from kubeflow_trainer_policy_provider.tls import DEFAULT_LIBRARY, Library, TLSFiles
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 MAX_PORT = 65535
 
@@ -82,7 +83,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--health-port",
         type=int,
         metavar="PORT",
-        help="also serve /healthz, /readyz, /metrics over plain HTTP on this port (default: off)",
+        help="serve /healthz, /readyz and /metrics over plain HTTP on this port, and no longer on the HTTPS port "
+        "(default: off: the HTTPS port serves them)",
     )
     serve.add_argument(
         "--tls-cert", required=True, metavar="FILE", help="serving certificate (PEM); reloaded when it changes"
@@ -106,7 +108,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--kubeconfig",
         metavar="FILE",
-        help="reach the API with this kubeconfig (default: the in-cluster service account)",
+        help="reach the API with this kubeconfig (default: $KUBECONFIG, else the in-cluster service account, "
+        "else ~/.kube/config); token, tokenFile, client certificates and exec credential plugins are supported",
     )
     serve.add_argument("--context", help="kubeconfig context (default: current-context)")
     serve.add_argument("--namespace", help="watch JobSets in this namespace only (default: all namespaces)")
@@ -161,11 +164,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--tls-library",
-        choices=get_args(Library),
-        default=DEFAULT_LIBRARY,
-        help="OpenSSL that serves TLS: 'bundled' is the one in the cryptography wheel (a new mTLS connection, "
-        "Gatekeeper's pattern, costs about a quarter less), 'stdlib' the system's, through Python's ssl module "
-        "(e.g. where only the system's validated OpenSSL may be used) (default %(default)s)",
+        choices=("bundled", "stdlib"),
+        help="ignored (TLS is served by Python's ssl module); still accepted so that deployments which set it "
+        "keep starting (default: not set)",
     )
 
 
@@ -203,16 +204,15 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def _credentials(args: argparse.Namespace) -> KubeCredentials:
+    where = args.kubeconfig or os.environ.get("KUBECONFIG") or "in-cluster"
     try:
-        return from_kubeconfig(args.kubeconfig, args.context) if args.kubeconfig else in_cluster()
+        credentials, where = default_credentials(args.kubeconfig, args.context)
+        credentials.start()
+        return credentials
     except KubeAuthError as exc:
-        raise InputError(
-            args.kubeconfig or "in-cluster", str(exc), field="--kubeconfig" if args.kubeconfig else None
-        ) from exc
+        raise InputError(where, str(exc), field="--kubeconfig" if args.kubeconfig else None) from exc
     except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a kubeconfig of the wrong shape
-        raise InputError(
-            args.kubeconfig, f"not a usable kubeconfig: {type(exc).__name__}: {exc}", field="--kubeconfig"
-        ) from exc
+        raise InputError(where, f"not a usable kubeconfig: {type(exc).__name__}: {exc}", field="--kubeconfig") from exc
 
 
 def build_source(args: argparse.Namespace, metrics: ProviderMetrics, logger: JsonLogger) -> JobSetSource:
@@ -227,11 +227,12 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     configure(limits_from_args(args))
     logger = JsonLogger(min_level=args.log_level)
+    if args.tls_library is not None:
+        logger.warning("flag_ignored", flag="--tls-library", reason="TLS is always served by Python's ssl module")
     metrics = ProviderMetrics()
     try:
         config = ServeConfig(
             tls=TLSFiles(args.tls_cert, args.tls_key, args.client_ca),
-            tls_library=args.tls_library,
             host=host,
             port=port,
             health_port=args.health_port,

@@ -1,54 +1,17 @@
 """The HTTPS server that carries ProviderRequests, plus /healthz, /readyz and /metrics.
 
 Stack: one stdlib asyncio event loop in its own thread, and a hand-written `asyncio.Protocol` per
-connection that runs TLS itself through a memory-buffer session (provider.tls: cryptography's bundled
-OpenSSL by default, the stdlib `ssl` module otherwise; so each connection gets the current, possibly
-reloaded, certificate and is counted from its TCP accept) and parses HTTP/1.1 with provider.http_request.
+connection that runs TLS itself through a memory-buffer session (provider.tls, Python's `ssl` module; so each
+connection gets the current, possibly reloaded, certificate and is counted from its TCP accept) and parses
+HTTP/1.1 with provider.http_request. Why this stack and not granian, uvloop or another TLS library, with
+the measurements: docs/provider-performance.md.
 
-Why, measured (2026-11-23, 10k JobSets, 10-key requests, TLS 1.3 with mTLS on every server, server
-pinned to one core, Go load generator on the other; the 2 cores were shared with other agents' work
-(load average 5-9), so compare within a run; medians of 3 alternating rounds).
-`python -m benchmarks.provider_load --headline-only --candidates wsgi rsgi --compare-ref '' --output
-provider_stack_choice` (benchmarks/results/provider_stack_choice.json):
-
-    server                       new mTLS connection per lookup      keep-alive
-                                 lookups/s  CPU/lookup  vs Go        req/s  CPU/req  vs Go
-    this stack (asyncio+OpenSSL)   162       2,329 us   0.42x        1,496   204 us  0.42x
-    granian 2.8.7, WSGI            425         822 us   1.15x        7,931   107 us  2.28x
-    granian 2.8.7, RSGI            419         981 us   1.19x        4,359   215 us  1.13x
-    Go stdlib provider             385       1,078 us   1            3,622   103 us  1
-    Go TLS 1.3 echo                338       1,007 us                8,760    44 us
-
-(An earlier run, provider_load.json, gave this stack 0.38-0.46x; the ratio moves with the machine's load.)
-Where the gap is: a lookup on a new connection is ~9/10 of its instructions in the TLS handshake. With the
-stdlib `ssl` (system OpenSSL 3.0), the table's stack: 5.85M of 6.49M instructions per lookup, 1.5M of them
-decoding the client certificate. `python -m benchmarks.tls_handshake` (results/tls_handshake.json, server
-CPU per connection, sans-I/O, medians of 5 rounds, 2026-11-26): OpenSSL 3.0 P-256 1,133 us with mTLS and
-502 us without; Ed25519 1,149/445 (no better); RSA 2048 1,827/1,371 (dearer: `certs` issues P-256, keep
-it); 2 session tickets instead of none 1,711 us (tickets are off); the provider's session over
-cryptography's bundled OpenSSL 4.0 833/455. (The 2026-11-23 run of that benchmark, on a machine loaded
-2-3x more, could not tell 4.0 from 3.0; instruction counts, which load does not move, can.) So since
-2026-11-26 the provider serves through cryptography's bundled OpenSSL (provider.bundled_openssl, which has
-the figures: 4.70M instructions per lookup, 0.74x the Go provider against 0.56x for this table's stack in
-one run of benchmarks/results/provider_load.json).
-
-Why not granian, though faster: it does not keep the guarantees below. `python -m
-benchmarks.granian_guarantees` (results/granian_guarantees.json; the same probe passes against this
-server): a silent TCP connection is never closed (no handshake deadline), a body that stops arriving
-is never timed out (its header read timeout covers heads only), there is no connection cap (356 of 356
-silent sockets stay open), duplicate Content-Length is answered 200, and the certificate is never
-reloaded (only a restart picks up rotated files). Its fast interface (WSGI) also cannot run in-process:
-`granian.server.embed` takes ASGI/RSGI only, and RSGI's keep-alive is no faster than this stack.
-Nor `rtls` 2026.9.21 (rustls behind the ssl module's `wrap_bio`, which would keep this server's
-connection handling): its server side never asks for a client certificate, so mTLS is silently off
-(tried as this server's TLS library, tests/provider/test_cli.py failed: a review made without a client
-certificate was answered).
-
-What decided the stack is therefore control: Gatekeeper opens a new connection per lookup
-and never closes it, so the server must own every connection from accept to close, with deadlines,
-a cap that idle sockets cannot exhaust and eviction, which one event loop and one connection table
-give directly (a thread per idle socket cannot be evicted from outside). uvloop bought nothing
-measurable in an earlier run (same per-request cost), so it is not a dependency.
+Gatekeeper opens a new connection for every lookup and never closes it, so the server must own every
+connection from accept to close, with deadlines, a cap that idle sockets cannot exhaust and eviction, which
+one event loop and one connection table give directly (a thread per idle socket cannot be evicted from
+outside). And every lookup pays a TLS handshake, so nothing may add a round trip or a wait to it: TCP_NODELAY
+on every connection, no session tickets (provider.tls), and whatever one flight of the client produces (the
+answer, the end of the handshake, an answer and its close_notify) leaves in one write.
 
 Bounded connection handling (every connection, TLS or plain, main or health port):
 - one table of open connections, counted from the TCP accept (before the TLS handshake);
@@ -58,10 +21,15 @@ Bounded connection handling (every connection, TLS or plain, main or health port
   after `idle_timeout` (1 s by default: Gatekeeper never reuses or closes its connections, so the
   server must); a connection older than `max_connection_age` is told `Connection: close` with its
   next response;
-- at `max_connections`, a new connection evicts the least useful open one (`eviction_rank`: answered
-  and idle, silent, idle before a request, still sending, then young or handshaking); connections
-  whose request is being answered are never evicted, so idle or trickling sockets cannot lock real
-  clients or probes out;
+- a connection its client has already closed or reset when it is accepted is closed at once, before it
+  costs a transport (a connect/close flood); at `max_connections`, a new connection makes room: first a
+  connection idle after its answer, then every connection its client has closed or reset since (`_reap`:
+  a flood leaves such sockets behind faster than the loop reads them), then the least useful open one
+  (`eviction_rank`: silent, idle before a request, still sending, young, and last a handshake with a whole
+  ClientHello); connections whose request is being answered are never evicted, so neither idle nor
+  trickling sockets nor a flood can lock real clients or probes out;
+- connections are accepted in slices of ACCEPT_BATCH per wake-up, so a burst waiting in the kernel's
+  queue is read (and its closed sockets freed) between slices;
 - a request whose source answers from memory is answered on the loop; one that may call the
   Kubernetes API (watch cache not synced) runs on a small thread pool.
 Every error is a JSON ProviderResponse with `systemError`; the server keeps serving.
@@ -103,6 +71,14 @@ PROGRESS_GRACE = 0.1
 """Seconds a connection that just made progress (handshake done, request started) is kept from eviction."""
 BLOCKING_WORKERS = 16
 """Threads for requests that may call the Kubernetes API (cache not synced)."""
+ACCEPT_BATCH = 64
+"""Connections accepted per wake-up of the listening socket before the loop reads the ones it has: after a
+stall, a flood waiting in the kernel's queue is taken in slices, and the connections already accepted
+(honest handshakes, and the flood's closes, which free their slots) are read between the slices."""
+ACCEPT_RETRY_SECONDS = 0.5
+"""Pause of accepting after accept() failed for want of descriptors or memory (the kernel keeps the queue)."""
+REAP_PAUSE_SECONDS = 0.01
+"""After a look for connections their clients already closed found none, rank eviction alone for this long."""
 
 
 class InvalidSetting(ValueError):
@@ -164,8 +140,11 @@ class ProviderHTTPServer:
         tls: ReloadingTLS | None,
         limits: Limits,
         is_ready: Callable[[], bool],
+        serve_probes: bool = True,
     ):
         self.provider_handler = handler
+        self.serve_probes = serve_probes
+        """False on the HTTPS port when a health port serves /healthz, /readyz and /metrics instead."""
         self.metrics = metrics
         self.logger = logger
         self.tls = tls
@@ -175,8 +154,9 @@ class ProviderHTTPServer:
         """Open connections, least recent progress first (a connection moves to the end when it makes progress)."""
         self.executor: ThreadPoolExecutor | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._asyncio_server: asyncio.AbstractServer | None = None
+        self._accepting = False
         self._sweeper: asyncio.TimerHandle | None = None
+        self._reap_after = 0.0
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.socket = socket.create_server(address, family=family, backlog=1024)
         self.socket.setblocking(False)
@@ -188,33 +168,138 @@ class ProviderHTTPServer:
     # ---------------------------------------------------------------- lifecycle (on the loop)
     async def start(self, loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
         self.loop, self.executor = loop, executor
-        self._asyncio_server = await loop.create_server(lambda: _Connection(self), sock=self.socket, backlog=1024)
+        self._resume_accepting()
         self._sweeper = loop.call_later(SWEEP_SECONDS, self._sweep)
 
     async def stop(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._asyncio_server is not None:
-            self._asyncio_server.close()
+        self._pause_accepting()
         for connection in list(self.connections.values()):
             connection.abort()
-        if self._asyncio_server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._asyncio_server.wait_closed(), 2.0)
+
+    # ---------------------------------------------------------------- accepting: our own loop, because asyncio's
+    # accepts up to its backlog (1,024) per wake-up and keeps the socket objects that `_reap` needs to itself
+    def _resume_accepting(self) -> None:
+        assert self.loop is not None
+        if not self._accepting:
+            self.loop.add_reader(self.socket.fileno(), self._accept)
+            self._accepting = True
+
+    def _pause_accepting(self) -> None:
+        if self._accepting and self.loop is not None:
+            self.loop.remove_reader(self.socket.fileno())
+            self._accepting = False
+
+    def _accept(self) -> None:
+        assert self.loop is not None
+        gone = 0
+        for _ in range(ACCEPT_BATCH):
+            try:
+                sock, address = self.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS, ENOMEM: the kernel keeps the queue meanwhile
+                self.metrics.request_errors.inc(reason="accept_failed")
+                self.logger.error("accept_failed", error=str(exc), retry_seconds=ACCEPT_RETRY_SECONDS)
+                self._pause_accepting()
+                self.loop.call_later(ACCEPT_RETRY_SECONDS, self._resume_accepting)
+                break
+            sock.setblocking(False)
+            waiting = waiting_bytes(sock)
+            if waiting is None:  # a flood's connect/close or reset: 1 syscall instead of a transport
+                sock.close()
+                gone += 1
+                continue
+            # Without it, an answer written while an earlier small segment is unacknowledged waits for the client's
+            # delayed ACK (about 40 ms). Go's server sets it on every connection; asyncio's does only when the
+            # listening socket's proto is IPPROTO_TCP, which socket.create_server's is not.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection = _Connection(self, sock, address, waiting)
+            if not self.admit(connection):
+                sock.close()
+                continue
+            if waiting and not (self.tls is not None and client_hello_incomplete(waiting)):
+                self.loop.create_task(self._serve(connection))
+            else:  # a transport (and a TLS session) only once a whole ClientHello (or anything else) is there
+                connection.watching = True
+                self.loop.add_reader(sock.fileno(), self._first_bytes, connection)
+        if gone:
+            self.metrics.reaped.inc(gone)
+
+    def _first_bytes(self, connection: _Connection) -> None:
+        """Bytes (or the end) arrived on a connection without a transport: read them; make the transport once a
+        TLS connection's ClientHello is whole (a part of one, then a reset, costs no transport or TLS session)."""
+        assert self.loop is not None
+        try:
+            data = connection.sock.recv(PEEK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # closed or reset before its ClientHello was whole: a flood's connection
+            connection.abort()
+            self.metrics.reaped.inc()
+            return
+        connection.early += data
+        connection.arrived(connection.early)
+        if self.tls is not None and not connection.hello_whole and client_hello_incomplete(connection.early):
+            self.progressed(connection)  # keeps watching; the handshake deadline still runs
+            return
+        self.loop.remove_reader(connection.sock.fileno())
+        connection.watching = False
+        self.loop.create_task(self._serve(connection))
+
+    async def _serve(self, connection: _Connection) -> None:
+        assert self.loop is not None
+        if connection.state == CLOSED:  # evicted or expired before its transport existed
+            return
+        connection.starting = True
+        try:
+            await self.loop.connect_accepted_socket(lambda: connection, connection.sock)
+        except OSError:  # gone before its transport existed
+            connection.starting = False
+            connection.abort()
 
     # ---------------------------------------------------------------- connection table
     def admit(self, connection: _Connection) -> bool:
-        """Register a new connection; at the cap, evict the least useful one (`_eviction_rank`).
-        False (refuse) only when every open connection is busy being answered."""
+        """Register a new connection; at the cap, make room: a connection idle after its answer goes first,
+        then every connection its client has already closed or reset (`_reap`), then the least useful one
+        (`eviction_rank`). False (refuse) only when every open connection is busy being answered."""
         if len(self.connections) >= self.limits.max_connections:
-            victim, best = None, _NOT_EVICTABLE
             now = time.monotonic()
-            for candidate in self.connections.values():  # least recent progress first
-                rank = candidate.eviction_rank(now)
-                if rank < best:
-                    victim, best = candidate, rank
-                    if rank == 0:
+            victim, best = self._least_useful(now)
+            if best > 0 and now >= self._reap_after:
+                if self._reap():
+                    self.connections[id(connection)] = connection
+                    return True
+                self._reap_after = now + REAP_PAUSE_SECONDS
+                victim, best = self._least_useful(now)  # the reap may have seen bytes from "silent" ones
+            for _ in range(8):  # a victim that looks silent, idle or half-way may have sent bytes not read yet
+                if victim is None or not (
+                    victim.silent or victim.early or (victim.state == IDLE and not victim.served)
+                ):
+                    break
+                waiting = waiting_bytes(victim.sock)
+                if waiting is None:  # or be gone
+                    victim.abort()
+                    self.metrics.reaped.inc()
+                    self.connections[id(connection)] = connection
+                    return True
+                if not waiting:
+                    break
+                if victim.silent:
+                    victim.arrived(waiting)
+                elif victim.early:  # the rest of a ClientHello that arrived in pieces?
+                    if not whole_client_hello(victim.early + waiting):
                         break
+                    victim.hello_whole = True
+                else:  # its request is there, unread: progress
+                    victim.since = now
+                    self.progressed(victim)
+                victim, best = self._least_useful(now)
             if victim is None:
                 self.metrics.request_errors.inc(reason="too_many_connections")
                 self.logger.warning("connection_refused", reason="every connection is busy", peer=connection.peer)
@@ -224,6 +309,38 @@ class ProviderHTTPServer:
             victim.abort()
         self.connections[id(connection)] = connection
         return True
+
+    def _least_useful(self, now: float) -> tuple[_Connection | None, int]:
+        victim, best = None, _NOT_EVICTABLE
+        for candidate in self.connections.values():  # least recent progress first
+            rank = candidate.eviction_rank(now)
+            if rank < best:
+                victim, best = candidate, rank
+                if rank == 0:
+                    break
+        return victim, best
+
+    def _reap(self) -> int:
+        """Close the connections whose clients have already closed or reset them, unread by the loop so far,
+        and note what the silent ones have sent meanwhile.
+
+        A connect/close or ClientHello-then-reset flood leaves its sockets in the table until the loop reads
+        their end; ranked among live connections, they would push out an honest handshake, and so would a
+        connection that looks silent only because the loop has not read its ClientHello yet. Only connections
+        that have not sent a request yet are looked at (one non-blocking MSG_PEEK each)."""
+        reaped = 0
+        for candidate in list(self.connections.values()):
+            if candidate.state not in (HANDSHAKE, IDLE) or candidate.served:
+                continue
+            waiting = waiting_bytes(candidate.sock, PEEK_BYTES if candidate.silent else 1)
+            if waiting is None:
+                candidate.abort()
+                reaped += 1
+            elif waiting and candidate.silent:
+                candidate.arrived(waiting)
+        if reaped:
+            self.metrics.reaped.inc(reaped)
+        return reaped
 
     def progressed(self, connection: _Connection) -> None:
         key = id(connection)
@@ -244,44 +361,86 @@ class ProviderHTTPServer:
             self._sweeper = self.loop.call_later(SWEEP_SECONDS, self._sweep)
 
 
+PEEK_BYTES = 5 + (1 << 14)
+"""A TLS record header and the largest record: enough to see a whole ClientHello."""
+
+
+def waiting_bytes(sock: socket.socket, size: int = PEEK_BYTES) -> bytes | None:
+    """What the client has sent and nobody has read yet (one MSG_PEEK, which consumes nothing), or None when the
+    client has already closed (FIN, nothing unread) or reset (RST) the non-blocking socket."""
+    try:
+        return sock.recv(size, socket.MSG_PEEK) or None
+    except (BlockingIOError, InterruptedError):
+        return b""
+    except OSError:
+        return None
+
+
+def whole_client_hello(data: bytes) -> bool:
+    """`data` starts with a complete TLS handshake record (what a ClientHello arrives in)."""
+    return len(data) >= 5 and data[0] == 0x16 and len(data) >= 5 + int.from_bytes(data[3:5], "big")
+
+
+def client_hello_incomplete(data: bytes) -> bool:
+    """`data` is the start of a TLS handshake record that has not all arrived (anything else is for OpenSSL to
+    judge, and refuse)."""
+    return data[:1] == b"\x16" and not whole_client_hello(data) and len(data) < PEEK_BYTES
+
+
 class _Connection(asyncio.Protocol):
     """One client connection: TLS through memory BIOs, HTTP/1.1 requests one after another."""
 
-    def __init__(self, server: ProviderHTTPServer):
+    def __init__(self, server: ProviderHTTPServer, sock: socket.socket, address: Any, waiting: bytes = b""):
         self.server = server
+        self.sock = sock
+        self.watching = False
+        """Registered for its first bytes, before it has a transport (ProviderHTTPServer._first_bytes)."""
+        self.starting = False
+        """Its transport is being made (ProviderHTTPServer._serve): the transport owns the socket from now."""
+        self.early = b""
+        """Bytes read before the transport existed (ProviderHTTPServer._first_bytes), fed at connection_made."""
         self.transport: asyncio.Transport | None = None
         self.tls: ServerSession | None = None
         self.buffer = b""
         self.pending: RequestHead | None = None
         self.body_start = 0
-        self.state = IDLE
         self.opened = time.monotonic()
         self.since = self.opened
         """When the connection last entered its state (accept, handshake done, request started, answered)."""
-        self.deadline = self.opened
-        self.peer = ""
-        self.peer_eof = False
-        self.silent = True
-        """No byte received yet."""
-        self.served = 0
-        """Responses sent."""
-
-    # ---------------------------------------------------------------- asyncio callbacks
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        server = self.server
-        if not server.admit(self):
-            self.state = CLOSED
-            transport.abort()
-            return
         if server.tls is not None:
-            self.tls = server.tls.current().new_session()
             self.state = HANDSHAKE
             self.deadline = self.opened + server.limits.handshake_timeout
         else:
+            self.state = IDLE
             self.deadline = self.opened + server.limits.idle_timeout
+        self.peer = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+        self.peer_eof = False
+        self.silent = True
+        """No byte received yet (bytes waiting unread count as received)."""
+        self.served = 0
+        """Responses sent."""
+        self.hello_whole = False
+        """A whole ClientHello arrived (seen unread, or answered by the server's handshake flight)."""
+        if waiting:
+            self.arrived(waiting)
+
+    def arrived(self, waiting: bytes) -> None:
+        """The client's first bytes are waiting, unread."""
+        self.silent = False
+        self.hello_whole = self.server.tls is not None and whole_client_hello(waiting)
+
+    # ---------------------------------------------------------------- asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Admitted at accept (ProviderHTTPServer._accept); the transport comes once the client has sent bytes."""
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
+        if self.state == CLOSED:  # evicted or expired while its transport was being made
+            transport.abort()
+            return
+        if self.server.tls is not None:
+            self.tls = self.server.tls.current().new_session()
+        if self.early:  # before the transport starts reading: the bytes keep their order
+            early, self.early = self.early, b""
+            self.data_received(early)
 
     def data_received(self, data: bytes) -> None:
         if self.state == CLOSED:
@@ -308,9 +467,12 @@ class _Connection(asyncio.Protocol):
             self._log_debug("tls_read_failed", exc)
             self.abort()
             return
-        self._flush_tls()  # post-handshake messages (key updates) may need an answer
         if chunks:
             self._feed(b"".join(chunks))
+        # One write for whatever this flight produced (its answers, the end of the handshake, a key update's
+        # reply): a second small write could wait for the client's ACK of the first.
+        if self.state != CLOSED:
+            self._flush_tls()
         if self.peer_eof and self.state != BUSY:
             self.close()
 
@@ -326,24 +488,42 @@ class _Connection(asyncio.Protocol):
         """Who goes first when a new connection needs a slot (lower goes first); equal ranks go oldest first.
 
         0 idle after an answer (Gatekeeper never reuses it); 1 nothing received for SILENCE_GRACE; 2 handshake
-        done but no request for PROGRESS_GRACE; 3 a handshake or request still arriving after PROGRESS_GRACE
-        (trickling); 4 nothing received yet, younger than SILENCE_GRACE (under load the loop may accept many
-        connections before it reads the bytes a real client sent at once); 5 progress within PROGRESS_GRACE
-        (a real client is there for a few milliseconds). Busy connections (an answer being computed) are never
-        evicted."""
+        done (or a plain connection) but no request for PROGRESS_GRACE; 3 a ClientHello or request still
+        arriving after PROGRESS_GRACE (trickling); 4 a part of a ClientHello, younger than PROGRESS_GRACE (a
+        real client writes its ClientHello whole, at once: a part costs an attacker nothing); 5 nothing
+        received yet, younger than SILENCE_GRACE (under load a real client's ClientHello may not be there, or
+        not be read, yet); 6 other progress within PROGRESS_GRACE (a real client is there for a few
+        milliseconds); 7 a handshake with a whole ClientHello (seen unread, or answered), or one completed
+        within PROGRESS_GRACE, whose request is coming (a whole ClientHello costs an attacker the server's
+        answer, and the handshake deadline still bounds it). Before a silent or idle connection is evicted,
+        `admit` looks whether its bytes are already waiting unread. Busy connections (an answer being
+        computed) are never evicted."""
         state = self.state
         if state in (BUSY, CLOSED):
             return _NOT_EVICTABLE
         if state == IDLE and self.served:
             return 0
         if self.silent:
-            return 1 if now - self.opened >= SILENCE_GRACE else 4
+            return 1 if now - self.opened >= SILENCE_GRACE else 5
+        if state == HANDSHAKE and self.hello_whole:
+            return 7
         if now - self.since < PROGRESS_GRACE:
-            return 5
+            if state == HANDSHAKE:
+                return 4  # a part of a ClientHello: a real client writes it whole, at once
+            return 7 if self.tls is not None and state == IDLE else 6  # a handshake just completed: request coming
         return 2 if state == IDLE else 3
 
     def describe(self, now: float) -> str:
-        names = ("idle_after_answer", "silent", "idle_before_request", "reading", "young_silent", "young")
+        names = (
+            "idle_after_answer",
+            "silent",
+            "idle_before_request",
+            "reading",
+            "partial_hello",
+            "young_silent",
+            "young",
+            "handshaking",
+        )
         return names[self.eviction_rank(now)]
 
     # ---------------------------------------------------------------- TLS
@@ -352,7 +532,13 @@ class _Connection(asyncio.Protocol):
         try:
             self.tls.do_handshake()
         except ssl.SSLWantReadError:
-            self._flush_tls()
+            if output := self.tls.take_output():
+                assert self.transport is not None
+                self.transport.write(output)
+                if not self.hello_whole:
+                    self.hello_whole = True
+                    self.since = time.monotonic()
+                    self.server.progressed(self)
             return False
         except (ssl.SSLError, ValueError) as exc:
             self._flush_tls()  # the alert tells the client why
@@ -360,8 +546,7 @@ class _Connection(asyncio.Protocol):
             self.server.logger.info("tls_handshake_failed", peer=self.peer, error=str(exc)[:300])
             self.abort()
             return False
-        self._flush_tls()
-        self.state = IDLE
+        self.state = IDLE  # what the handshake's end produced leaves with this flight's answer (data_received)
         self.since = time.monotonic()
         self.deadline = self.since + self.server.limits.idle_timeout
         self.server.progressed(self)
@@ -373,6 +558,8 @@ class _Connection(asyncio.Protocol):
             self.transport.write(output)
 
     def _write(self, data: bytes) -> None:
+        """Plaintext goes out at once; with TLS it is encrypted into the session's output, which the caller
+        flushes (`_flush_tls`, or `close` after its close_notify) so that one response is one write."""
         assert self.transport is not None
         if self.tls is None:
             self.transport.write(data)
@@ -382,8 +569,6 @@ class _Connection(asyncio.Protocol):
         except ssl.SSLError as exc:
             self._log_debug("tls_write_failed", exc)
             self.abort()
-            return
-        self._flush_tls()
 
     # ---------------------------------------------------------------- HTTP
     def _feed(self, data: bytes) -> None:
@@ -444,7 +629,9 @@ class _Connection(asyncio.Protocol):
         server = self.server
         path = head.path
         try:
-            if head.method == "GET" and path in PROBE_PATHS:
+            if path in PROBE_PATHS and not server.serve_probes:
+                self._system_error(head, 404, "not_found", f"{path} is served on the health port only")
+            elif head.method == "GET" and path in PROBE_PATHS:
                 self._probe(head, path)
             elif head.method == "POST" and server.provider_handler is not None and path not in PROBE_PATHS:
                 self._provider(head, body)
@@ -507,6 +694,8 @@ class _Connection(asyncio.Protocol):
             self.close()
         else:
             self._process()
+            if self.tls is not None and self.state != CLOSED:
+                self._flush_tls()
 
     def _answered(self, head: RequestHead, answer: Answer, started: float) -> None:
         metrics = self.server.metrics
@@ -559,13 +748,15 @@ class _Connection(asyncio.Protocol):
             f"Content-Length: {len(body)}\r\n{extra}{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
         )
         self._write(header.encode("latin-1") + body)
+        if self.state == CLOSED:
+            return
         self.served += 1
         endpoint = head.path if head is not None and head.path in PROBE_PATHS else "provider"
         self.server.metrics.requests.inc(code=str(status), endpoint=endpoint)
         if close:
-            self.close()
+            self.close()  # the answer and the close_notify in one write
             return
-        self.state = IDLE
+        self.state = IDLE  # the caller (data_received, _answered_later) flushes the TLS output once
         self.since = now
         self.deadline = now + limits.idle_timeout
         self.server.progressed(self)
@@ -591,11 +782,12 @@ class _Connection(asyncio.Protocol):
         """Graceful: TLS close_notify, flush what was written, then FIN."""
         if self.state == CLOSED:
             return
-        self.state = CLOSED
-        self.server.forget(self)
         transport = self.transport
         if transport is None:
+            self.abort()
             return
+        self.state = CLOSED
+        self.server.forget(self)
         if self.tls is not None:
             with contextlib.suppress(ssl.SSLError, ValueError):
                 self.tls.unwrap()
@@ -611,6 +803,11 @@ class _Connection(asyncio.Protocol):
         self.server.forget(self)
         if self.transport is not None:
             self.transport.abort()
+        elif not self.starting and self.sock.fileno() != -1:  # no transport yet: the socket is ours
+            if self.watching and self.server.loop is not None:
+                self.server.loop.remove_reader(self.sock.fileno())
+                self.watching = False
+            self.sock.close()
 
     def _log_debug(self, event: str, exc: BaseException) -> None:
         self.server.logger.debug(event, peer=self.peer, error=str(exc)[:200])

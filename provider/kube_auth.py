@@ -1,18 +1,34 @@
-"""How the provider reaches the Kubernetes API: in-cluster service account, or a kubeconfig file.
+"""How the provider reaches the Kubernetes API: a kubeconfig or the in-cluster service account.
 
-In-cluster: $KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT, the token and CA under
-/var/run/secrets/kubernetes.io/serviceaccount. The token file is re-read every minute (bound
-service account tokens rotate). Kubeconfig: the current context's server, certificate-authority
-(-data), and token / tokenFile / client-certificate(-data) + client-key(-data).
+Which one (controller-runtime's order): `--kubeconfig FILE`; else `$KUBECONFIG` (a `:`-separated list,
+merged as kubectl merges it: the first file that sets a value or names an entry wins); else the in-cluster
+service account ($KUBERNETES_SERVICE_HOST/PORT, the token and CA under
+/var/run/secrets/kubernetes.io/serviceaccount, the token re-read every minute since bound tokens rotate);
+else ~/.kube/config.
+
+From a kubeconfig: the context's cluster `server`, `certificate-authority(-data)`, and the user's `token`,
+`tokenFile`, `client-certificate(-data)` + `client-key(-data)`, or an `exec` credential plugin
+(client.authentication.k8s.io v1 or v1beta1, as EKS, GKE and AKS kubeconfigs use: run with its `args` and
+`env` and $KUBERNETES_EXEC_INFO, never interactively; its token is cached until 10 s before its
+`expirationTimestamp` and fetched again after a 401; a client certificate it returns is read once, at start).
+
+What it cannot do, refused at start with a one-line error rather than connecting without credentials:
+`auth-provider` (the legacy gcp/azure/oidc plugins, removed from kubectl in 1.26: use their exec plugins),
+`username`/`password`, impersonation (`as`, `as-groups`, `as-uid`), `proxy-url`,
+`insecure-skip-tls-verify`, `tls-server-name`, and an `exec` plugin whose `interactiveMode` is `Always`.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import json
 import os
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,14 +36,81 @@ from typing import Any
 import requests
 
 from kubeflow_trainer_policy_provider.errors import InputError
-from kubeflow_trainer_policy_provider.reader import read_single
+from kubeflow_trainer_policy_provider.reader import read_documents
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
+EXEC_TIMEOUT_SECONDS = 30.0
+EXEC_EXPIRY_MARGIN_SECONDS = 10.0
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+UNSUPPORTED_USER_FIELDS = ("auth-provider", "username", "password", "as", "as-groups", "as-uid", "as-user-extra")
+UNSUPPORTED_CLUSTER_FIELDS = ("proxy-url", "tls-server-name")
 
 
 class KubeAuthError(ValueError):
-    """The credentials could not be found or read."""
+    """The credentials could not be found, read or obtained."""
+
+
+@dataclass
+class ExecPlugin:
+    """A client-go exec credential plugin: runs `command` for an ExecCredential."""
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    api_version: str = EXEC_API_VERSIONS[0]
+    install_hint: str = ""
+    cluster_info: dict[str, Any] | None = None
+    """Sent in $KUBERNETES_EXEC_INFO when the kubeconfig sets provideClusterInfo."""
+
+    def run(self) -> dict[str, Any]:
+        """The ExecCredential's status ({token} or {clientCertificateData, clientKeyData}, expirationTimestamp)."""
+        spec: dict[str, Any] = {"interactive": False}
+        if self.cluster_info is not None:
+            spec["cluster"] = self.cluster_info
+        info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": spec}
+        env = {**os.environ, **self.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
+        try:
+            done = subprocess.run(
+                [self.command, *self.args],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=EXEC_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            hint = f" ({self.install_hint.strip()})" if self.install_hint else ""
+            raise KubeAuthError(f"exec credential plugin {self.command!r} not found{hint}") from exc
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise KubeAuthError(f"exec credential plugin {self.command!r} failed: {exc}") from exc
+        if done.returncode != 0:
+            tail = " ".join(done.stderr.split())[-300:]
+            raise KubeAuthError(f"exec credential plugin {self.command!r} exited {done.returncode}: {tail}")
+        try:
+            credential = json.loads(done.stdout)
+        except ValueError as exc:
+            raise KubeAuthError(f"exec credential plugin {self.command!r} printed no JSON ExecCredential") from exc
+        status = credential.get("status") if isinstance(credential, dict) else None
+        if credential.get("kind") != "ExecCredential" or not isinstance(status, dict):
+            raise KubeAuthError(f"exec credential plugin {self.command!r} printed no ExecCredential with a status")
+        if not status.get("token") and not (status.get("clientCertificateData") and status.get("clientKeyData")):
+            raise KubeAuthError(f"exec credential plugin {self.command!r} returned neither a token nor a certificate")
+        return status
+
+
+def _expiry(status: Mapping[str, Any]) -> float:
+    """Monotonic time after which an exec credential must be fetched again (inf: until a 401)."""
+    stamp = status.get("expirationTimestamp")
+    if not stamp:
+        return float("inf")
+    try:
+        when = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise KubeAuthError(f"exec credential expirationTimestamp {stamp!r} is not RFC 3339") from exc
+    left = when.timestamp() - time.time() - EXEC_EXPIRY_MARGIN_SECONDS
+    return time.monotonic() + max(left, 0.0)
 
 
 @dataclass
@@ -37,16 +120,46 @@ class KubeCredentials:
     token: str | None = None
     token_file: str | None = None
     client_cert: tuple[str, str] | None = None
+    exec_plugin: ExecPlugin | None = None
     _token_read_at: float = field(default=0.0, repr=False)
+    _token_expires: float = field(default=0.0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def start(self) -> None:
+        """Fetch an exec plugin's credential once, so that a broken plugin stops the command at start."""
+        if self.exec_plugin is not None:
+            with self._lock:
+                self._exec_refresh()
+
+    def _exec_refresh(self) -> None:
+        assert self.exec_plugin is not None
+        status = self.exec_plugin.run()
+        if status.get("token"):
+            self.token = str(status["token"])
+        elif self.client_cert is None:
+            cert = _data_file(str(status["clientCertificateData"]).encode(), ".crt", encoded=False)
+            key = _data_file(str(status["clientKeyData"]).encode(), ".key", encoded=False)
+            self.client_cert = (cert, key)
+        self._token_expires = _expiry(status)
+
     def bearer_token(self) -> str | None:
+        if self.exec_plugin is not None:
+            with self._lock:
+                if time.monotonic() >= self._token_expires:
+                    self._exec_refresh()
+            return self.token
         if self.token_file:
             with self._lock:
                 if time.monotonic() - self._token_read_at > TOKEN_REREAD_SECONDS or not self.token:
                     self.token = Path(self.token_file).read_text().strip()
                     self._token_read_at = time.monotonic()
         return self.token
+
+    def unauthorized(self) -> None:
+        """The API answered 401: an exec credential is fetched again before the next call (client-go does too)."""
+        if self.exec_plugin is not None:
+            with self._lock:
+                self._token_expires = 0.0
 
     def session(self) -> requests.Session:
         """A session that trusts only the cluster CA and ignores proxies/REQUESTS_CA_BUNDLE."""
@@ -74,10 +187,10 @@ def in_cluster(sa_dir: Path = SERVICE_ACCOUNT_DIR) -> KubeCredentials:
     return KubeCredentials(server=f"https://{host}:{port}", ca_file=str(ca_file), token_file=str(token_file))
 
 
-def _data_file(data_b64: str, suffix: str) -> str:
+def _data_file(data: bytes, suffix: str, *, encoded: bool = True) -> str:
     handle = tempfile.NamedTemporaryFile(prefix="trainer-policy-", suffix=suffix, delete=False)  # noqa: SIM115
     with handle:
-        handle.write(base64.b64decode(data_b64))
+        handle.write(base64.b64decode(data) if encoded else data)
     os.chmod(handle.name, 0o600)
     return handle.name
 
@@ -93,38 +206,139 @@ def _path(base: Path, value: str) -> str:
     return str(value if os.path.isabs(value) else base / value)
 
 
-def from_kubeconfig(path: str | Path, context: str | None = None) -> KubeCredentials:
-    path = Path(path)
-    try:
-        config = read_single(path).body
-    except InputError as exc:
-        raise KubeAuthError(f"cannot read kubeconfig {exc}") from exc
-    if not isinstance(config, dict):
-        raise KubeAuthError(f"kubeconfig {path} is not a mapping")
-    context_name = context or config.get("current-context")
+@dataclass
+class _Merged:
+    """Kubeconfig files merged as kubectl merges $KUBECONFIG: first file wins per value and per named entry."""
+
+    current_context: str | None = None
+    entries: dict[str, dict[str, tuple[dict[str, Any], Path]]] = field(
+        default_factory=lambda: {"contexts": {}, "clusters": {}, "users": {}}
+    )
+
+    def add(self, path: Path) -> None:
+        try:  # the bounded reader: a kubeconfig is YAML from the user, with its limits and duplicate-key check
+            documents = read_documents(path)
+        except InputError as exc:
+            raise KubeAuthError(f"cannot read kubeconfig {exc}") from exc
+        if not documents:
+            return
+        if len(documents) > 1:
+            raise KubeAuthError(f"cannot read kubeconfig {path}: expected one document, found {len(documents)}")
+        config = documents[0].body
+        if not isinstance(config, dict):
+            raise KubeAuthError(f"kubeconfig {path} is not a mapping")
+        self.current_context = self.current_context or config.get("current-context") or None
+        for kind, named in self.entries.items():
+            for entry in config.get(kind) or []:
+                if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                    named.setdefault(entry["name"], (entry, path.parent))
+
+    def get(self, kind: str, name: str, what: str) -> tuple[dict[str, Any], Path]:
+        found = self.entries[kind].get(name)
+        if found is None:
+            raise KubeAuthError(f"kubeconfig has no {what} named {name!r}")
+        entry, base = found
+        return entry.get(what) or {}, base
+
+
+def from_kubeconfig(path: str | Path | Sequence[str | Path], context: str | None = None) -> KubeCredentials:
+    """Credentials from one kubeconfig file, or several merged (the files of $KUBECONFIG, in order)."""
+    paths = [Path(path)] if isinstance(path, str | Path) else [Path(p) for p in path]
+    merged = _Merged()
+    for file in paths:
+        if len(paths) > 1 and not file.exists():  # kubectl skips missing files of $KUBECONFIG
+            continue
+        merged.add(file)
+    shown = os.pathsep.join(map(str, paths))
+    context_name = context or merged.current_context
     if not context_name:
-        raise KubeAuthError(f"kubeconfig {path} has no current-context")
-    ctx = _named(config.get("contexts"), context_name, "context")
-    cluster = _named(config.get("clusters"), ctx.get("cluster", ""), "cluster")
-    user = _named(config.get("users"), ctx.get("user", ""), "user") if ctx.get("user") else {}
-    base = path.parent
+        raise KubeAuthError(f"kubeconfig {shown} has no current-context")
+    ctx, _ = merged.get("contexts", context_name, "context")
+    cluster, cluster_base = merged.get("clusters", str(ctx.get("cluster", "")), "cluster")
+    user, user_base = merged.get("users", str(ctx.get("user", "")), "user") if ctx.get("user") else ({}, Path())
+    return _credentials(cluster, cluster_base, user, user_base, str(ctx.get("cluster")))
+
+
+def _credentials(
+    cluster: dict[str, Any], cluster_base: Path, user: dict[str, Any], user_base: Path, cluster_name: str
+) -> KubeCredentials:
     if not cluster.get("server"):
-        raise KubeAuthError(f"cluster {ctx.get('cluster')!r} has no server")
+        raise KubeAuthError(f"cluster {cluster_name!r} has no server")
+    unsupported = [f"cluster.{f}" for f in UNSUPPORTED_CLUSTER_FIELDS if cluster.get(f)]
+    unsupported += [f"user.{f}" for f in UNSUPPORTED_USER_FIELDS if user.get(f)]
+    if cluster.get("insecure-skip-tls-verify"):
+        unsupported.append("cluster.insecure-skip-tls-verify")
+    if unsupported:
+        raise KubeAuthError(
+            f"kubeconfig uses {', '.join(unsupported)}, which the provider does not support (token, tokenFile, "
+            "client certificates and exec plugins are)"
+        )
     creds = KubeCredentials(server=str(cluster["server"]).rstrip("/"))
     if cluster.get("certificate-authority-data"):
-        creds.ca_file = _data_file(cluster["certificate-authority-data"], ".crt")
+        creds.ca_file = _data_file(str(cluster["certificate-authority-data"]).encode(), ".crt")
     elif cluster.get("certificate-authority"):
-        creds.ca_file = _path(base, cluster["certificate-authority"])
+        creds.ca_file = _path(cluster_base, cluster["certificate-authority"])
     if user.get("token"):
         creds.token = str(user["token"])
     elif user.get("tokenFile"):
-        creds.token_file = _path(base, user["tokenFile"])
-    cert = user.get("client-certificate") and _path(base, user["client-certificate"])
-    key = user.get("client-key") and _path(base, user["client-key"])
+        creds.token_file = _path(user_base, user["tokenFile"])
+    cert = user.get("client-certificate") and _path(user_base, user["client-certificate"])
+    key = user.get("client-key") and _path(user_base, user["client-key"])
     if user.get("client-certificate-data"):
-        cert = _data_file(user["client-certificate-data"], ".crt")
+        cert = _data_file(str(user["client-certificate-data"]).encode(), ".crt")
     if user.get("client-key-data"):
-        key = _data_file(user["client-key-data"], ".key")
+        key = _data_file(str(user["client-key-data"]).encode(), ".key")
     if cert and key:
         creds.client_cert = (cert, key)
+    if user.get("exec"):
+        creds.exec_plugin = _exec_plugin(user["exec"], user_base, cluster)
     return creds
+
+
+def _exec_plugin(spec: Any, base: Path, cluster: dict[str, Any]) -> ExecPlugin:
+    if not isinstance(spec, dict) or not isinstance(spec.get("command"), str) or not spec["command"]:
+        raise KubeAuthError("kubeconfig user.exec needs a command")
+    api_version = spec.get("apiVersion") or EXEC_API_VERSIONS[0]
+    if api_version not in EXEC_API_VERSIONS:
+        raise KubeAuthError(
+            f"exec plugin apiVersion {api_version!r} is not supported (want one of {EXEC_API_VERSIONS})"
+        )
+    if spec.get("interactiveMode") == "Always":
+        raise KubeAuthError("exec plugin with interactiveMode Always: the provider has no terminal")
+    command = spec["command"]
+    if os.sep in command and not os.path.isabs(command):  # kubectl: relative to the kubeconfig's folder
+        command = str(base / command)
+    env = {str(e["name"]): str(e.get("value", "")) for e in spec.get("env") or [] if isinstance(e, dict)}
+    info = None
+    if spec.get("provideClusterInfo"):
+        info = {"server": cluster.get("server")}
+        if cluster.get("certificate-authority-data"):
+            info["certificate-authority-data"] = cluster["certificate-authority-data"]
+    return ExecPlugin(
+        command=command,
+        args=[str(a) for a in spec.get("args") or []],
+        env=env,
+        api_version=api_version,
+        install_hint=str(spec.get("installHint") or ""),
+        cluster_info=info,
+    )
+
+
+DEFAULT_KUBECONFIG = Path("~/.kube/config")
+
+
+def default_credentials(kubeconfig: str | None = None, context: str | None = None) -> tuple[KubeCredentials, str]:
+    """Credentials in controller-runtime's order (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config),
+    and where they came from."""
+    if kubeconfig:
+        return from_kubeconfig(kubeconfig, context), kubeconfig
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        files = [p for p in env.split(os.pathsep) if p]
+        return from_kubeconfig(files, context), f"$KUBECONFIG={env}"
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and context is None:
+        return in_cluster(), "in-cluster"
+    home = DEFAULT_KUBECONFIG.expanduser()
+    if home.is_file():
+        return from_kubeconfig(home, context), str(home)
+    raise KubeAuthError("no credentials: no --kubeconfig, no $KUBECONFIG, not in a cluster, no ~/.kube/config")

@@ -27,7 +27,7 @@ import requests
 
 from kubeflow_trainer_policy_provider.jobset_state import JOBSET_API_VERSION
 from kubeflow_trainer_policy_provider.keys import canonical_key
-from kubeflow_trainer_policy_provider.kube_auth import KubeCredentials
+from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCredentials
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.sources import NOT_FOUND, Lookup, values_of
@@ -129,10 +129,11 @@ class KubeJobSetSource:
         url = f"{self._collection_path(namespace)}/{name}"
         try:
             resp = session.get(url, headers=self.credentials.headers(), timeout=self.settings.get_timeout)
-        except (requests.RequestException, OSError) as exc:
+        except (requests.RequestException, OSError, KubeAuthError) as exc:
             self._metrics.api_calls.inc(verb="get", code="error")
             return Lookup(error=f"JobSet cache not synced and the Kubernetes API GET failed: {_short(exc)}")
         self._metrics.api_calls.inc(verb="get", code=str(resp.status_code))
+        self._unauthorized(resp)
         if resp.status_code == 200:
             return Lookup.of(resp.json())
         if resp.status_code == 404 and _is_object_not_found(resp, name):
@@ -196,6 +197,7 @@ class KubeJobSetSource:
                 url, params=params, headers=self.credentials.headers(), timeout=self.settings.list_timeout
             )
             self._metrics.api_calls.inc(verb="list", code=str(resp.status_code))
+            self._unauthorized(resp)
             if resp.status_code == 410 and cont:  # continue token expired mid-list: start over
                 items, cont = {}, ""
                 continue
@@ -209,6 +211,10 @@ class KubeJobSetSource:
             if not cont:
                 break
         self.install_list(items, str(metadata.get("resourceVersion", "")))
+
+    def _unauthorized(self, resp: requests.Response) -> None:
+        if resp.status_code == 401:  # an expired exec credential: fetch a new one before the next call
+            self.credentials.unauthorized()
 
     def install_list(self, items: dict[tuple[str, str], Lookup], resource_version: str) -> None:
         """Replace the cache with a complete list's answers and trust it (the end of a list)."""
@@ -235,6 +241,7 @@ class KubeJobSetSource:
             timeout=(5.0, read_timeout),
         )
         self._metrics.api_calls.inc(verb="watch", code=str(resp.status_code))
+        self._unauthorized(resp)
         self._response = resp
         try:
             if resp.status_code == 410:

@@ -110,6 +110,10 @@ class ProviderMetrics:
             "provider_connections_evicted_total",
             "Connections closed to admit a new one at --max-connections, by the state they were in.",
         )
+        self.reaped = Counter(
+            "provider_connections_reaped_total",
+            "Connections closed or reset by their client before they were served, found at accept or at the cap.",
+        )
         self.gauges: list[Gauge] = []
 
     def add_gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
@@ -125,6 +129,7 @@ class ProviderMetrics:
             self.watch_restarts,
             self.tls_reloads,
             self.evictions,
+            self.reaped,
         ):
             lines += counter.render()
         lines += self.latency.render()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
-from kubeflow_trainer_policy_provider import bundled_openssl
 from kubeflow_trainer_policy_provider.handler import MAX_KEYS, ProviderHandler
 from kubeflow_trainer_policy_provider.http_server import (
     InvalidSetting,
@@ -19,7 +18,7 @@ from kubeflow_trainer_policy_provider.http_server import (
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.sources import JobSetSource
-from kubeflow_trainer_policy_provider.tls import DEFAULT_LIBRARY, Library, ReloadingTLS, TLSFiles
+from kubeflow_trainer_policy_provider.tls import ReloadingTLS, TLSFiles
 
 DEFAULT_REQUEST_TIMEOUT = 1.2
 """Seconds. With a live GET (0.5 s timeout) started just before it, an answer leaves within 1.7 s: below the
@@ -37,16 +36,9 @@ class ServeConfig:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     limits: Limits = field(default_factory=Limits)
     tls_check_interval: float = 1.0
-    tls_library: Library = DEFAULT_LIBRARY
-    """Which OpenSSL serves TLS (provider.tls): cryptography's bundled one unless its bindings lack something."""
 
     def __post_init__(self) -> None:
         require_positive(self, except_for=("port", "health_port"))
-        libraries = get_args(Library)
-        if self.tls_library not in libraries:
-            raise InvalidSetting("tls_library", f"must be one of {', '.join(libraries)}, got {self.tls_library!r}")
-        if self.tls_library == "bundled" and bundled_openssl.UNAVAILABLE is not None:
-            raise InvalidSetting("tls_library", bundled_openssl.UNAVAILABLE)
         for name, port in (("port", self.port), ("health_port", self.health_port)):
             if port is not None and not 0 <= port <= 65535:
                 raise InvalidSetting(name, f"must be a TCP port (0-65535), got {port}")
@@ -65,7 +57,7 @@ class ProviderServer:
         self.config = config
         self.metrics = metrics or ProviderMetrics()
         self.logger = logger or JsonLogger()
-        self.tls = ReloadingTLS(config.tls, self.metrics, self.logger, config.tls_check_interval, config.tls_library)
+        self.tls = ReloadingTLS(config.tls, self.metrics, self.logger, config.tls_check_interval)
         self.handler = ProviderHandler(source, max_keys=config.max_keys, timeout=config.request_timeout)
         self._servers: list[ProviderHTTPServer] = [
             ProviderHTTPServer(
@@ -76,6 +68,9 @@ class ProviderServer:
                 self.tls,
                 config.limits,
                 self.is_ready,
+                # With a health port, /metrics and the probes live there only: the HTTPS port, which a
+                # NetworkPolicy opens to Gatekeeper alone, answers ProviderRequests and nothing else.
+                serve_probes=config.health_port is None,
             )
         ]
         if config.health_port is not None:

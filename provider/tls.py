@@ -4,11 +4,9 @@ cert-manager (or a kubelet-projected Secret) replaces the files atomically; `Rel
 re-reads them when their stat signature changed (checked at most every `check_interval` seconds)
 and keeps the last good context if the new files do not load (half-written rotation).
 
-Two libraries can serve, behind one interface (`new_session()` per connection, a session fed and drained
-through memory buffers): cryptography's bundled OpenSSL (provider.bundled_openssl, the default: a new
-mTLS connection, which Gatekeeper makes for every lookup, costs about a quarter less there; the figures
-are in that module), and the stdlib `ssl` module, used when the bundled bindings lack something this
-provider needs (`bundled_openssl.UNAVAILABLE`).
+Python's `ssl` module serves (the system's OpenSSL), one `ServerSession` per connection, fed and drained
+through memory buffers so that the server owns each socket. Why not another TLS library:
+docs/provider-performance.md.
 """
 
 from __future__ import annotations
@@ -18,14 +16,9 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import Literal, Protocol
 
-from kubeflow_trainer_policy_provider import bundled_openssl
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
-
-Library = Literal["bundled", "stdlib"]
-DEFAULT_LIBRARY: Library = "bundled" if bundled_openssl.UNAVAILABLE is None else "stdlib"
 
 
 @dataclass(frozen=True)
@@ -39,27 +32,10 @@ class TLSFiles:
         return [p for p in (self.cert_file, self.key_file, self.client_ca_file) if p]
 
 
-class ServerSession(Protocol):
-    """The server side of one TLS connection over memory buffers. Failures raise the stdlib `ssl` exceptions:
-    `SSLWantReadError` (feed more bytes), `SSLZeroReturnError` (the peer closed), `SSLError`."""
-
-    def feed(self, data: bytes) -> None: ...
-    def do_handshake(self) -> None: ...
-    def read(self, size: int) -> bytes: ...
-    def has_unread(self) -> bool: ...
-    def write(self, data: bytes) -> None: ...
-    def take_output(self) -> bytes: ...
-    def unwrap(self) -> None: ...
-
-
-class ServerContext(Protocol):
-    library: str
-
-    def new_session(self) -> ServerSession: ...
-
-
-class StdlibSession:
-    """`ssl.SSLObject` over two `ssl.MemoryBIO`s (the system's OpenSSL)."""
+class ServerSession:
+    """The server side of one TLS connection: `ssl.SSLObject` over two `ssl.MemoryBIO`s. Bytes from the client go
+    in with `feed`, bytes for the client come out of `take_output`. Failures raise `ssl.SSLWantReadError` (feed
+    more bytes), `ssl.SSLZeroReturnError` (the peer closed) or `ssl.SSLError`."""
 
     __slots__ = ("_incoming", "_outgoing", "_tls")
 
@@ -92,7 +68,7 @@ class StdlibSession:
         self._tls.unwrap()
 
 
-class StdlibContext:
+class ServerContext:
     library = f"stdlib ssl ({ssl.OPENSSL_VERSION})"
 
     def __init__(self, files: TLSFiles) -> None:
@@ -100,7 +76,8 @@ class StdlibContext:
         context.minimum_version = ssl.TLSVersion.TLSv1_3
         context.maximum_version = ssl.TLSVersion.TLSv1_3
         context.load_cert_chain(files.cert_file, files.key_file)
-        # Gatekeeper builds a new client per lookup and never resumes a session: tickets would be wasted work.
+        # Gatekeeper builds a new client per lookup and never resumes a session: a ticket would be wasted work,
+        # and one more record after the handshake.
         context.num_tickets = 0
         if files.client_ca_file:
             context.load_verify_locations(cafile=files.client_ca_file)
@@ -108,13 +85,7 @@ class StdlibContext:
         self._context = context
 
     def new_session(self) -> ServerSession:
-        return StdlibSession(self._context)
-
-
-def server_context(files: TLSFiles, library: Library = DEFAULT_LIBRARY) -> ServerContext:
-    if library == "stdlib":
-        return StdlibContext(files)
-    return bundled_openssl.BundledContext(files.cert_file, files.key_file, files.client_ca_file)
+        return ServerSession(self._context)
 
 
 def _signature(paths: list[str]) -> tuple[tuple[int, int, int], ...]:
@@ -132,16 +103,14 @@ class ReloadingTLS:
         metrics: ProviderMetrics,
         logger: JsonLogger,
         check_interval: float = 1.0,
-        library: Library = DEFAULT_LIBRARY,
     ):
         self.files = files
-        self.library = library
         self._metrics = metrics
         self._logger = logger
         self._check_interval = check_interval
         self._lock = threading.Lock()
         self._signature = _signature(files.paths())
-        self._context = server_context(files, library)
+        self._context = ServerContext(files)
         self._next_check = time.monotonic() + check_interval
         metrics.tls_reloads.inc(outcome="loaded")
 
@@ -163,7 +132,7 @@ class ReloadingTLS:
         if signature == self._signature:
             return
         try:
-            context = server_context(self.files, self.library)
+            context = ServerContext(self.files)
         except (OSError, ssl.SSLError, ValueError) as exc:
             self._metrics.tls_reloads.inc(outcome="failed")
             self._logger.error("tls_reload_failed", error=str(exc), keeping="previous certificate")

@@ -11,6 +11,7 @@ from kubeflow_trainer_policy.catalog.model import Case
 from kubeflow_trainer_policy.profiles import Profile
 
 DEPRECATED = {"trainer.kubeflow.org/support": "deprecated"}
+INITIALIZER_MOUNT_PATHS = {"dataset-initializer": "/workspace/dataset", "model-initializer": "/workspace/model"}
 
 
 def container(name: str, env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -86,11 +87,17 @@ def job(
     containers: list[str] | None = None,
     init_containers: list[str] | None = None,
     resources: dict[str, Any] | None = None,
+    initializer_mounts: bool = True,
 ) -> dict[str, Any]:
-    """A runtime's replicated job; containers default to one named like the job (`node` for the trainer)."""
+    """A runtime's replicated job; containers default to one named like the job (`node` for the trainer). The
+    containers dataset-initializer and model-initializer mount the volume `initializer` where the shipped runtimes
+    do (v2.3 requires it), unless `initializer_mounts` is false."""
     if containers is None:
         containers = ["node" if ancestor == "trainer" else name]
     pod: dict[str, Any] = {"containers": [{"name": c, "image": "busybox"} for c in containers]}
+    for c in pod["containers"]:
+        if initializer_mounts and c["name"] in INITIALIZER_MOUNT_PATHS:
+            c["volumeMounts"] = [{"name": "initializer", "mountPath": INITIALIZER_MOUNT_PATHS[c["name"]]}]
     if resources is not None:
         for c in pod["containers"]:
             if c["name"] == "node":

@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from kubeflow_trainer_policy.atomic import staged_folder, write_bytes
+from kubeflow_trainer_policy.bundle.activation import activation_problems
 from kubeflow_trainer_policy.bundle.archive import (
     add_limit_arguments,
     archive_bytes,
@@ -18,7 +19,6 @@ from kubeflow_trainer_policy.bundle.archive import (
     write_archive,
 )
 from kubeflow_trainer_policy.bundle.build import SIGNATURES, build_bundle
-from kubeflow_trainer_policy.bundle.check import bundle_problems
 from kubeflow_trainer_policy.bundle.oci import MAX_LAYER_BYTES, RegistryError, RegistryOptions, pull, push
 from kubeflow_trainer_policy.bundle.server import bundle_files, make_server, server_url
 from kubeflow_trainer_policy.bundle.signing import (
@@ -33,7 +33,7 @@ from kubeflow_trainer_policy.bundle.signing import (
     verify_files,
 )
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, PROJECT_ROOT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, gatekeeper_bundle_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,9 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--output-dir",
-        default=str(PROJECT_ROOT / "dist"),
+        default="dist",
         metavar="DIR",
-        help="folder for the tarballs, created if missing (default: %(default)s)",
+        help="folder for the tarballs, created if missing (default: %(default)s, in the current folder)",
     )
     build.add_argument("--revision", help="manifest revision (default: version + content hash)")
     build.add_argument(
@@ -90,9 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = verbs.add_parser(
         "verify",
-        help="check a bundle would activate (and its signature, given a key)",
-        description="Check manifest, roots and that the Rego compiles; with "
-        "--verification-key also the signature of every file.",
+        help="check that OPA activates a bundle (and its signature, given a key)",
+        description="Activate the bundle in the real OPA (`opa run --bundle`: tools/opa, or $TRAINER_POLICY_OPA) "
+        "as OPA's runtime would: manifest, roots, data and Rego compiled together; with --verification-key also "
+        "the signature of every file, checked here and by OPA.",
     )
     verify.add_argument("bundle", metavar="BUNDLE.tar.gz")
     verify.add_argument(
@@ -216,7 +217,7 @@ def run_build(args: argparse.Namespace) -> int:
     for profile in args.profile or known:  # every bundle is built and checked before any is written
         source = Path(args.constraints) if args.constraints else gatekeeper_bundle_dir(profile)
         content = build_bundle(source, profile, _version(), args.revision)
-        problems = bundle_problems(content.files)
+        problems = activation_problems(content.files)
         if problems:
             raise InputError(str(source), f"the bundle would not activate: {problems[0]}")
         built.append((f"kubeflow-trainer-policy-{profile}.tar.gz", content))
@@ -265,12 +266,14 @@ def run_verify(args: argparse.Namespace) -> int:
         except KeyFileError as exc:
             raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
     files = read_archive(Path(args.bundle), limits_from_args(args))
-    problems = bundle_problems(files)
+    problems = []
     if public_pem is not None:
         try:
             verify_files(files, public_pem, args.key_id, args.scope)
         except SignatureError as exc:
             problems.append(f"signature: {exc}")
+    key_file = Path(args.verification_key) if args.verification_key else None
+    problems += activation_problems(files, key_file, args.key_id, args.scope)
     for problem in problems:
         print(f"{args.bundle}: {problem}", file=sys.stderr)
     if problems:
@@ -306,7 +309,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_push(args: argparse.Namespace) -> int:
     path = Path(args.bundle)
     files = read_archive(path, limits_from_args(args))
-    problems = bundle_problems(files)
+    problems = activation_problems(files)
     if problems:
         raise InputError(args.bundle, f"not a bundle OPA would activate: {problems[0]}")
     try:
@@ -331,9 +334,10 @@ def run_pull(args: argparse.Namespace) -> int:
         result = pull(args.reference, _options(args), max_layer)
     except RegistryError as exc:
         raise InputError(args.reference, str(exc)) from exc
-    # Verified in memory, before anything is written: a refused bundle leaves no file behind.
+    # Verified in memory (the real OPA activates a temporary copy), before anything is written: a refused
+    # bundle leaves no file behind.
     files = read_archive(result.content, limits, name=f"{args.reference} (layer {result.layer_digest})")
-    problems = bundle_problems(files)
+    problems = []
     if public_pem is not None:
         try:
             verify_files(files, public_pem, args.key_id, args.scope)
@@ -341,6 +345,8 @@ def run_pull(args: argparse.Namespace) -> int:
             problems.append(f"signature: {exc}")
         except ValueError as exc:
             raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
+    key_file = Path(args.verification_key) if args.verification_key else None
+    problems += activation_problems(files, key_file, args.key_id, args.scope)
     if problems:
         raise InputError(args.reference, f"the pulled bundle is refused: {problems[0]}")
     output = Path(args.output)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.paths import PROJECT_ROOT, is_checkout
 
 DIFF_LINES_PER_FILE = 60
 
@@ -106,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.render.tree import drift, render_tree, write_tree
     from kubeflow_trainer_policy.render.versions import LOCK, unbumped
 
+    if not is_checkout():  # an installed copy: its shipped files are read-only data, site-packages is no checkout
+        raise InputError(
+            str(PROJECT_ROOT),
+            "generate works in a source checkout of kubeflow-trainer-policy (it rewrites policies/, bundles/, docs/ "
+            "there); this is an installed copy",
+        )
     try:
         profiles = [get_profile(p) for p in args.profile] if args.profile else generated_profiles()
     except KeyError as exc:

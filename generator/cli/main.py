@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kubeflow_trainer_policy.cli.podsets_command",
         "print the PodSets and total requests of a TrainJob, computed the Trainer's way",
     ),
+    "install-engine": (
+        "kubeflow_trainer_policy.cli.install_engine_command",
+        "install the embedded OPA engine (hash-pinned opa-golib-python-bindings) for this Python",
+    ),
 }
 """name -> (module, one-line help shown by `trainer-policy --help`)."""
 
@@ -83,6 +87,7 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
     parser.add_argument(
         "--debug", action="store_true", help="print a traceback for internal errors (default: one line only)"
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit (default: off)")
     add_limit_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
@@ -93,6 +98,23 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
         else:
             subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """Like argparse's "version" action, but reads the installed distribution's version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("kubeflow-trainer-policy")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            found = "unknown (not installed)"
+        print(f"trainer-policy {found}")
+        parser.exit()
 
 
 def _one_line(text: str) -> str:

@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 EXIT_OK = 0
+EXIT_ERROR = 2
 TRAINER_API_GROUP = "trainer.kubeflow.org"
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 
@@ -20,17 +21,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Compute the PodSets of a TrainJob on its (Cluster)TrainingRuntime: per-Pod requests (Kubernetes' pod "
             "request formula), counts, total requests, Pods and trainer nodes, by evaluating the resource-budget "
-            "template's Rego on the embedded OPA. Exit 0, or 2 with one line on stderr (runtime missing, bad input)."
+            "template's Rego on the embedded OPA. Takes files (one or more YAML/JSON documents), folders and - "
+            "(stdin); every TrainJob among them is reported with its file and document number, and the runtimes "
+            "among them count as --objects. Exit 0, or 2 with one line on stderr per TrainJob that could not be "
+            "computed (runtime missing, bad input)."
         ),
     )
-    parser.add_argument("trainjob", metavar="TRAINJOB.yaml", help="a TrainJob (trainer.kubeflow.org/v1alpha1)")
+    parser.add_argument(
+        "trainjob",
+        nargs="+",
+        metavar="PATH",
+        help="TrainJobs (trainer.kubeflow.org/v1alpha1): files, folders, or - for stdin",
+    )
     parser.add_argument(
         "--objects",
         nargs="+",
         action="extend",
         default=[],
-        metavar="FILE",
-        help="runtimes (TrainingRuntime, ClusterTrainingRuntime) standing in for the cluster (default: none)",
+        metavar="PATH",
+        help="runtimes (TrainingRuntime, ClusterTrainingRuntime), files or folders, standing in for the cluster "
+        "(default: none)",
     )
     parser.add_argument(
         "--profile", default=None, help="Trainer version profile whose bundle's Rego is used (default: v2.0)"
@@ -43,39 +53,79 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import sys
     from pathlib import Path
 
-    from kubeflow_trainer_policy.admission import inventory_document
     from kubeflow_trainer_policy.errors import InputError
+    from kubeflow_trainer_policy.manifests import Manifest, Unreadable, iter_manifests, read_manifests
     from kubeflow_trainer_policy.paths import DEFAULT_PROFILE, gatekeeper_bundle_dir
     from kubeflow_trainer_policy.podsets.rego import PodSetsEngine
-    from kubeflow_trainer_policy_provider.documents import dig
-    from kubeflow_trainer_policy_provider.reader import read_documents, read_single
 
-    document = read_single(args.trainjob)
-    trainjob = document.body
-    group = str(trainjob.get("apiVersion", "")).rpartition("/")[0]
-    if trainjob.get("kind") != "TrainJob" or group != TRAINER_API_GROUP:
-        raise InputError(document.source, f"expected a TrainJob of {TRAINER_API_GROUP}", field="kind")
-    namespace = dig(trainjob, "metadata", "namespace") or "default"
-    trainjob = {**trainjob, "metadata": {**(trainjob.get("metadata") or {}), "namespace": namespace}}
-    objects = [_in_namespace(doc.body, namespace) for path in args.objects for doc in read_documents(path)]
+    items = list(iter_manifests(args.trainjob))
+    single = len(args.trainjob) == 1 and not Path(args.trainjob[0]).is_dir() and len(items) == 1
+    if single and isinstance(items[0], Unreadable):
+        raise items[0].error
+    given = [m for m in items if isinstance(m, Manifest)]
+    trainjobs = [m for m in given if not _is_runtime(m.body)] if not single else given
+    if not trainjobs and not any(isinstance(i, Unreadable) for i in items):
+        raise InputError(", ".join(args.trainjob), "no TrainJob found")
+    objects = [m.body for m in read_manifests(args.objects)] + [m.body for m in given if _is_runtime(m.body)]
     bundle = gatekeeper_bundle_dir(args.profile or DEFAULT_PROFILE)
     if not Path(bundle).is_dir():
         raise InputError(str(bundle), "no such bundle (unknown --profile?)")
+    reports: list[dict[str, Any]] = []
     with PodSetsEngine.from_bundle(Path(bundle)) as engine:
-        lookup = engine.runtime(inventory_document(objects), trainjob)
-        if not lookup["found"]:
-            raise InputError(document.source, _missing(lookup, trainjob), field="spec.runtimeRef")
-        result = engine.compute(trainjob, lookup["runtime"])
-    if result["invalid"]:
-        raise InputError(document.source, f"{result['invalid'][0]} is not a Kubernetes quantity")
-    report = _report(trainjob, lookup["runtime"], result)
+        if single:
+            report = _compute(engine, trainjobs[0], objects, "<stdin>" if args.trainjob[0] == "-" else args.trainjob[0])
+            print(json.dumps(report, indent=2) if args.output == "json" else _table(report))
+            return EXIT_OK
+        for item in items:
+            if isinstance(item, Unreadable):
+                reports.append({"file": item.file, "index": 0, "error": str(item.error)})
+            elif item in trainjobs:
+                try:
+                    report = _compute(engine, item, objects, item.source)
+                except InputError as exc:
+                    report = {"error": str(exc)}
+                reports.append({"file": item.file, "index": item.index, **report})
     if args.output == "json":
-        print(json.dumps(report, indent=2))
+        print(json.dumps(reports, indent=2))
     else:
-        print(_table(report))
-    return EXIT_OK
+        print("\n\n".join(_many(r) for r in reports))
+    errors = [r for r in reports if "error" in r]
+    for r in errors:
+        print(f"trainer-policy podsets: {r['error']}", file=sys.stderr)
+    return EXIT_ERROR if errors else EXIT_OK
+
+
+def _is_runtime(body: dict[str, Any]) -> bool:
+    group = str(body.get("apiVersion", "")).rpartition("/")[0]
+    return body.get("kind") in RUNTIME_KINDS and group == TRAINER_API_GROUP
+
+
+def _many(report: dict[str, Any]) -> str:
+    where = f"{report['file']}#{report['index']}" if report["index"] else report["file"]
+    return f"{where}: error: {report['error']}" if "error" in report else f"{where}\n{_table(report)}"
+
+
+def _compute(engine: Any, manifest: Any, objects: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    from kubeflow_trainer_policy.admission import inventory_document
+    from kubeflow_trainer_policy.errors import InputError
+    from kubeflow_trainer_policy_provider.documents import dig
+
+    trainjob = manifest.body
+    group = str(trainjob.get("apiVersion", "")).rpartition("/")[0]
+    if trainjob.get("kind") != "TrainJob" or group != TRAINER_API_GROUP:
+        raise InputError(source, f"expected a TrainJob of {TRAINER_API_GROUP}", field="kind")
+    namespace = dig(trainjob, "metadata", "namespace") or "default"
+    trainjob = {**trainjob, "metadata": {**(trainjob.get("metadata") or {}), "namespace": namespace}}
+    lookup = engine.runtime(inventory_document([_in_namespace(o, namespace) for o in objects]), trainjob)
+    if not lookup["found"]:
+        raise InputError(source, _missing(lookup, trainjob), field="spec.runtimeRef")
+    result = engine.compute(trainjob, lookup["runtime"])
+    if result["invalid"]:
+        raise InputError(source, f"{result['invalid'][0]} is not a Kubernetes quantity")
+    return _report(trainjob, lookup["runtime"], result)
 
 
 def _in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,10 @@ if TYPE_CHECKING:
     from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
     from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
     from kubeflow_trainer_policy.gatekeeper.runner import ReviewResult
-    from kubeflow_trainer_policy_provider.reader import Document
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
+STDIN_NAME = "<stdin>"
 DEFAULT_VARIANT = "synced-jobsets"
 DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
 
@@ -27,24 +28,29 @@ DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "review",
-        help="evaluate one admission request the way Gatekeeper would",
+        help="evaluate admission requests the way Gatekeeper would",
         description=(
-            "Evaluate an admission.k8s.io/v1 AdmissionReview (or a bare object, taken as CREATE) against the "
-            "bundled constraints of a profile. Exit 0 allowed, 1 denied, 2 input or engine error (one line on "
-            "stderr), also when no constraint at all was loaded."
+            "Evaluate admission.k8s.io/v1 AdmissionReviews (or bare objects, taken as CREATE) against the "
+            "bundled constraints of a profile: files of one or more YAML/JSON documents, folders (every *.yaml, "
+            "*.yml and *.json below them) or - for stdin. Each object is reported with its file and document "
+            "number. Exit with the worst outcome: 0 all allowed, 1 one denied, 2 an input or engine error (one "
+            "line each on stderr), also when no constraint at all was loaded."
         ),
     )
     parser.add_argument(
-        "review", metavar="REVIEW.yaml", help="AdmissionReview or bare Kubernetes object (YAML or JSON); - reads stdin"
+        "review",
+        nargs="+",
+        metavar="PATH",
+        help="AdmissionReviews or bare Kubernetes objects: files, folders, or - for stdin",
     )
     parser.add_argument(
         "--objects",
         nargs="+",
         action="extend",
         default=[],
-        metavar="FILE",
-        help="cluster objects (JobSets, runtimes, Namespaces): fill data.inventory and back the in-process "
-        "provider (default: none)",
+        metavar="PATH",
+        help="cluster objects (JobSets, runtimes, Namespaces), files or folders: fill data.inventory and back the "
+        "in-process provider (default: none)",
     )
     parser.add_argument(
         "--provider-url",
@@ -65,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--profile",
         default=DEFAULT_PROFILE,
-        help="Trainer version profile: uses what `kubectl apply -k bundles/gatekeeper/<profile>` installs "
+        help="Trainer version profile: uses what bundles/gatekeeper/<profile>/templates and constraints install "
         "(default %(default)s)",
     )
     parser.add_argument(
@@ -94,7 +100,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="evaluate the object as Gatekeeper's audit does (no operation, oldObject or userInfo; default: off)",
     )
     parser.add_argument(
-        "-o", "--output", choices=("json", "text"), default="text", help="report format (default %(default)s)"
+        "-o",
+        "--output",
+        choices=("text", "json", "junit"),
+        default="text",
+        help="report format: text (with a summary table for several objects), json, or junit (JUnit XML, one "
+        "testcase per object; a denial is a failure) (default %(default)s)",
     )
     parser.add_argument(
         "--strict",
@@ -140,12 +151,6 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
     return files
 
 
-def _read_review(path: str) -> Document:
-    from kubeflow_trainer_policy_provider.reader import read_single
-
-    return read_single(path)  # `-` is stdin
-
-
 def _provider(args: argparse.Namespace, policy_set: PolicySet, objects: list[dict[str, Any]]) -> ProviderClient:
     """The provider that answers every external_data call: a running one (flags already checked by
     _check_provider_flags), or the provider's own handler over --objects. Its deadline is the Provider
@@ -182,9 +187,9 @@ def _check_provider_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
-    from kubeflow_trainer_policy.gatekeeper.review import audit_request, request_from_document
     from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-    from kubeflow_trainer_policy_provider.reader import read_documents, read_single
+    from kubeflow_trainer_policy.manifests import Manifest, iter_manifests, read_manifests
+    from kubeflow_trainer_policy_provider.reader import read_single
 
     sources: list[str | Path] = (
         list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))
@@ -193,12 +198,13 @@ def run(args: argparse.Namespace) -> int:
         if not Path(source).exists():
             raise InputError(str(source), "no such file or folder")
     _check_provider_flags(args)
-    request = request_from_document(_read_review(args.review))
-    if args.audit:
-        if request.object is None:
-            raise InputError(args.review, "audit needs an object", field="object")
-        request = audit_request(request.object)
-    objects = [doc.body for path in args.objects for doc in read_documents(path)]
+    items = list(iter_manifests(args.review))
+    single = len(args.review) == 1 and not Path(args.review[0]).is_dir() and len(items) == 1
+    if single and not isinstance(items[0], Manifest):
+        raise items[0].error
+    if not items:
+        raise InputError(", ".join(args.review), "no YAML or JSON documents found")
+    objects = [m.body for m in read_manifests(args.objects)]
     policy_set = load_policy_set(sources)
     if args.parameters:
         policy_set = with_parameters(policy_set, read_single(args.parameters).body, args.parameters)
@@ -211,15 +217,133 @@ def run(args: argparse.Namespace) -> int:
                 "no Constraint found, so nothing would be enforced (want ConstraintTemplates "
                 "and their Constraints; see --constraints and --profile)",
             )
+        if single:
+            assert isinstance(items[0], Manifest)
+            request = _request(args, items[0], raw=args.review[0])
+            result = runner.review(request)
+            unmatched = _unmatched(args, request, result, policy_set, STDIN_NAME if args.review[0] == STDIN else None)
+            if unmatched:
+                raise unmatched
+            return _report_single(args, result)
+        outcomes = [_evaluate(args, runner, policy_set, item) for item in items]
+    return _report_many(args.output, outcomes)
+
+
+def _request(args: argparse.Namespace, manifest: Any, raw: str | None = None) -> Any:
+    from kubeflow_trainer_policy.gatekeeper.review import audit_request, request_from_document
+    from kubeflow_trainer_policy_provider.reader import Document
+
+    # One document named by its file alone, as before; several by file#N.
+    source = manifest.source if raw is None else ("<stdin>" if raw == STDIN else raw)
+    request = request_from_document(Document(source, manifest.body))
+    if args.audit:
+        if request.object is None:
+            raise InputError(source, "audit needs an object", field="object")
+        request = audit_request(request.object)
+    return request
+
+
+def _evaluate(args: argparse.Namespace, runner: Any, policy_set: PolicySet, item: Any) -> ObjectOutcome:
+    from kubeflow_trainer_policy.manifests import Unreadable
+
+    if isinstance(item, Unreadable):
+        return ObjectOutcome(item.file, 0, "", "", "", errors=[str(item.error)])
+    identity = _identity(item.body)
+    try:
+        request = _request(args, item)
         result = runner.review(request)
+    except InputError as exc:
+        return ObjectOutcome(item.file, item.index, *identity, errors=[str(exc)])
+    for failure in result.builtin_failures:
+        print(f"trainer-policy review: note: {item.source}: {failure}", file=sys.stderr)
+    unmatched = _unmatched(args, request, result, policy_set, item.source)
+    errors = list(result.errors) + ([str(unmatched)] if unmatched else [])
+    return ObjectOutcome(item.file, item.index, *identity, violations=result.violations, errors=errors)
+
+
+def _unmatched(
+    args: argparse.Namespace, request: AdmissionRequest, result: ReviewResult, policy_set: PolicySet, where: str | None
+) -> InputError | None:
+    """With --strict, the error for an object of a Kubeflow group that no constraint matched; without it, a warning
+    on stderr and None. `where` names the object (its file alone when None)."""
     unmatched = "" if result.matched or result.errors else unmatched_kubeflow_object(request, policy_set)
-    where = "<stdin>" if args.review == STDIN else args.review
-    if unmatched and args.strict:
-        raise InputError(where, unmatched)
-    if unmatched:
-        print(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)", file=sys.stderr)
+    if not unmatched:
+        return None
+    where = where or args.review[0]
+    if args.strict:
+        return InputError(where, unmatched)
+    print(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)", file=sys.stderr)
+    return None
+
+
+def _identity(body: dict[str, Any]) -> tuple[str, str, str]:
+    """kind, namespace, name of the object under review (an AdmissionReview's object or oldObject)."""
+    obj = body
+    if body.get("kind") == "AdmissionReview" and isinstance(body.get("request"), dict):
+        request = body["request"]
+        obj = request.get("object") or request.get("oldObject") or {}
+        if not isinstance(obj, dict):
+            obj = {}
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return (
+        str(obj.get("kind") or ""),
+        str(metadata.get("namespace") or ""),
+        str(metadata.get("name") or metadata.get("generateName") or ""),
+    )
+
+
+@dataclass
+class ObjectOutcome:
+    file: str
+    index: int
+    """The document's number in its file, from 1; 0 when the whole file could not be read."""
+    kind: str
+    namespace: str
+    name: str
+    violations: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        if self.errors:
+            return "error"
+        return "denied" if any(v.enforcement_action == "deny" for v in self.violations) else "allowed"
+
+    @property
+    def source(self) -> str:
+        return f"{self.file}#{self.index}" if self.index else self.file
+
+    @property
+    def object_name(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "file": self.file,
+            "index": self.index,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "outcome": self.outcome,
+            "allowed": self.outcome == "allowed",
+            "violations": [v.as_json() for v in self.violations],
+        }
+        if self.errors:
+            body["errors"] = self.errors
+        return body
+
+
+OUTCOME_EXIT = {"allowed": EXIT_ALLOWED, "denied": EXIT_DENIED, "error": EXIT_ERROR}
+
+
+def _report_single(args: argparse.Namespace, result: ReviewResult) -> int:
+    """One document: the report this command has always printed (json: {allowed, violations})."""
     if args.output == "json":
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))
+    elif args.output == "junit":
+        name = args.review[0] if args.review[0] != STDIN else "<stdin>"
+        outcome = ObjectOutcome(name, 1, "", "", "", list(result.violations), list(result.errors))
+        print(_junit([outcome]), end="")
     else:
         _print_text(result)
     for failure in result.builtin_failures:
@@ -266,6 +390,72 @@ def unmatched_kubeflow_object(request: AdmissionRequest, policy_set: PolicySet) 
         f"no constraint matches kind {kind!r} of apiVersion {api_version!r}, so Gatekeeper would admit it "
         f"without any check: {hint}"
     )
+
+
+def _report_many(output: str, outcomes: list[ObjectOutcome]) -> int:
+    counts = {key: sum(o.outcome == key for o in outcomes) for key in ("allowed", "denied", "error")}
+    if output == "json":
+        body: dict[str, Any] = {
+            "allowed": counts["denied"] == counts["error"] == 0,
+            "violations": [v.as_json() for o in outcomes for v in o.violations],
+            "results": [o.as_json() for o in outcomes],
+            "summary": {"objects": len(outcomes), **counts},
+        }
+        errors = [f"{o.source}: {e}" for o in outcomes for e in o.errors]
+        if errors:
+            body["errors"] = errors
+        print(json.dumps(body, indent=2, sort_keys=True))
+    elif output == "junit":
+        print(_junit(outcomes), end="")
+    else:
+        _print_many(outcomes, counts)
+    for o in outcomes:
+        for error in o.errors:
+            print(f"trainer-policy review: {error}", file=sys.stderr)
+    return max((OUTCOME_EXIT[o.outcome] for o in outcomes), default=EXIT_ALLOWED)
+
+
+def _print_many(outcomes: list[ObjectOutcome], counts: dict[str, int]) -> None:
+    from kubeflow_trainer_policy.cli.reports import table
+
+    for o in outcomes:
+        print(f"{o.source} {o.kind or '?'} {o.object_name or '?'}: {o.outcome}")
+        for v in o.violations:
+            print(f"  [{v.enforcement_action}] {v.constraint}: {v.msg}")
+        for error in o.errors:
+            print(f"  [error] {error}")
+    rows = [
+        (o.file, str(o.index or "-"), o.kind or "-", o.object_name or "-", o.outcome, str(len(o.violations)))
+        for o in outcomes
+    ]
+    print()
+    print(table(("FILE", "DOC", "KIND", "NAME", "RESULT", "VIOLATIONS"), rows))
+    errors = f"{counts['error']} error" + ("" if counts["error"] == 1 else "s")
+    print(f"{len(outcomes)} objects: {counts['allowed']} allowed, {counts['denied']} denied, {errors}")
+
+
+def _junit(outcomes: list[ObjectOutcome]) -> str:
+    """One testsuite per file, one testcase per object: a denial is a failure, an error an error, warn and
+    dryrun violations are the testcase's output."""
+    from kubeflow_trainer_policy.cli.reports import Case, Suite, junit_xml
+
+    suites: dict[str, Suite] = {}
+    for o in outcomes:
+        lines = [f"[{v.enforcement_action}] {v.constraint}: {v.msg}" for v in o.violations]
+        denials = [line for v, line in zip(o.violations, lines, strict=True) if v.enforcement_action == "deny"]
+        others = [line for v, line in zip(o.violations, lines, strict=True) if v.enforcement_action != "deny"]
+        name = " ".join(part for part in (f"#{o.index}" if o.index else "", o.kind, o.object_name) if part)
+        case = Case(
+            classname=o.file,
+            name=name or o.file,
+            failure=f"denied: {denials[0]}" if denials and not o.errors else None,
+            error=o.errors[0] if o.errors else None,
+            detail="\n".join(o.errors or denials),
+            output="\n".join(others),
+            failure_type="denied",
+        )
+        suites.setdefault(o.file, Suite(o.file)).cases.append(case)
+    return junit_xml("trainer-policy review", list(suites.values()))
 
 
 def _print_text(result: ReviewResult) -> None:

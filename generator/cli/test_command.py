@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, EXTERNAL_DATA_VARIANT, POLICIES_DIR
 
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
@@ -20,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the Rego unit tests and gator suites on the engine",
         description=(
             "Run every test_* rule of every *_test.rego and every gator-format Suite under the given folders "
-            "(default: each profile's policies/<profile>/, one engine per profile as `opa test policies/<profile>`, "
-            "and bundles/). Ends with a line `N passed, N failed`."
+            "(default: each profile's policies/<profile>/ with its external-data variant "
+            "policies/external-data/<profile>/, one engine per profile, and bundles/). Each PATH loads into an "
+            "engine of its own. Ends with a line `N passed, N failed`."
         ),
     )
     parser.add_argument(
@@ -38,13 +40,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fail when line coverage is below this percentage, 0 to 100; implies --coverage (default: none)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures only (default: every test)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "junit", "json"),
+        default="text",
+        help="report on stdout: text (each test, a table per folder, then `N passed, N failed`), junit (JUnit XML, "
+        "one testsuite per folder) or json; with junit and json the `N passed, N failed` line goes to stderr "
+        "(default %(default)s)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.testing.outcome import Coverage
 
-    paths = [Path(p) for p in args.paths] or _default_paths()
+    # Each group loads into one engine: a PATH alone, or by default a profile with its external-data variant.
+    groups = [(Path(p),) for p in args.paths] or _default_groups()
+    paths = [path for group in groups for path in group]
     for path in paths:
         if not path.is_dir():
             raise InputError(str(path), "no such folder")
@@ -52,36 +65,44 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--threshold", f"must be a percentage from 0 to 100, got {args.threshold}")
     coverage = Coverage() if args.coverage or args.threshold is not None else None
     outcomes: list[TestOutcome] = []
-    for path, result in zip(paths, _run_folders(paths, coverage is not None), strict=True):
+    by_folder: list[tuple[Path, list[TestOutcome]]] = []
+    # Every profile has the same file names: the default run names them from the project root.
+    base = None if args.paths else POLICIES_DIR.parent
+    for group, result in zip(groups, _run_folders(groups, coverage is not None, base), strict=True):
         folder_outcomes, folder_coverage, error = result
         if error is not None:
             raise InputError(*error)
         outcomes += folder_outcomes
+        by_folder.append((group[0], folder_outcomes))
         if coverage is not None and folder_coverage is not None:
-            # Every profile has the same file names: the default run names them by their profile folder.
-            prefix = "" if args.paths else f"{path.relative_to(POLICIES_DIR.parent).as_posix()}/"
             coverage.add(
                 {
-                    prefix + name: (
-                        folder_coverage.covered.get(name, set()),
-                        folder_coverage.not_covered.get(name, set()),
-                    )
+                    name: (folder_coverage.covered.get(name, set()), folder_coverage.not_covered.get(name, set()))
                     for name in folder_coverage.files()
                 }
             )
     if not outcomes:
         where = ", ".join(map(str, paths)) or "policies/, bundles/"
         raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
-    for outcome in outcomes:
-        if not outcome.passed:
-            print(f"FAIL {outcome.name}: {outcome.detail}")
-        elif not args.quiet:
-            print(f"PASS {outcome.name}")
     failed = sum(not o.passed for o in outcomes)
     status = EXIT_FAILED if failed else 0
+    if args.output == "junit":
+        print(_junit(by_folder), end="")
+    elif args.output == "json":
+        print(json.dumps(_json(by_folder, coverage), indent=2, sort_keys=True))
+    else:
+        for outcome in outcomes:
+            if not outcome.passed:
+                print(f"FAIL {outcome.name}: {outcome.detail}")
+            elif not args.quiet:
+                print(f"PASS {outcome.name}")
+        if len(by_folder) > 1 or not args.quiet:
+            print(_table(by_folder))
     if coverage is not None:
-        status = max(status, _report_coverage(coverage, args.threshold))
-    print(f"{len(outcomes) - failed} passed, {failed} failed")
+        status = max(
+            status, _report_coverage(coverage, args.threshold, sys.stdout if args.output == "text" else sys.stderr)
+        )
+    print(f"{len(outcomes) - failed} passed, {failed} failed", file=sys.stdout if args.output == "text" else sys.stderr)
     if failed:
         print(f"trainer-policy test: {failed} of {len(outcomes)} tests failed", file=sys.stderr)
     return status
@@ -91,47 +112,113 @@ FolderResult = tuple[list["TestOutcome"], "Coverage | None", tuple[str, str, str
 """A folder's outcomes and coverage, or the (source, message, field) of the InputError that stopped it."""
 
 
-def _run_folders(paths: list[Path], coverage: bool) -> list[FolderResult]:
-    """Each folder loads into an engine of its own, so folders run in worker processes, one per core; a single
-    folder (or a single core) runs here."""
+def _run_folders(groups: list[tuple[Path, ...]], coverage: bool, base: Path | None) -> list[FolderResult]:
+    """Each group loads into an engine of its own, so groups run in worker processes, one per core; a single
+    group (or a single core) runs here."""
     from kubeflow_trainer_policy.engine.workers import engine_workers, worker_count
 
-    if worker_count(len(paths)) < 2:
-        return [run_folder(path, coverage) for path in paths]
-    with engine_workers(len(paths)) as pool:
-        return list(pool.map(run_folder, paths, [coverage] * len(paths)))
+    if worker_count(len(groups)) < 2:
+        return [run_folder(group, coverage, base) for group in groups]
+    with engine_workers(len(groups)) as pool:
+        return list(pool.map(run_folder, groups, [coverage] * len(groups), [base] * len(groups)))
 
 
-def run_folder(path: Path, coverage: bool) -> FolderResult:
-    """`opa test path` (with coverage when asked) and every gator Suite under path."""
+def run_folder(group: Path | tuple[Path, ...], coverage: bool, base: Path | None = None) -> FolderResult:
+    """`opa test path...` (with coverage when asked) and every gator Suite under the paths."""
     from kubeflow_trainer_policy.testing.outcome import Coverage
     from kubeflow_trainer_policy.testing.rego_tests import run_rego_tests
     from kubeflow_trainer_policy.testing.suites import find_suites, run_suite
 
+    paths = (group,) if isinstance(group, Path) else group
     folder_coverage = Coverage() if coverage else None
     try:
-        outcomes = run_rego_tests(path, folder_coverage)
-        for suite in find_suites(path):
-            outcomes += run_suite(suite)
+        outcomes = run_rego_tests(paths, folder_coverage, base)
+        for path in paths:
+            for suite in find_suites(path):
+                outcomes += run_suite(suite)
     except InputError as exc:  # InputError does not survive pickling: it crosses back as data
         return [], None, (exc.source, exc.message, exc.field)
     return outcomes, folder_coverage, None
 
 
-def _default_paths() -> list[Path]:
-    """policies/<profile>/ for every generated profile (each loads alone, like `opa test policies/<profile>`)."""
-    profiles = sorted(p for p in POLICIES_DIR.glob("*") if p.is_dir()) if POLICIES_DIR.is_dir() else []
-    return [*profiles, *([BUNDLES_DIR] if BUNDLES_DIR.is_dir() else [])]
+def _default_groups() -> list[tuple[Path, ...]]:
+    """Per generated profile, policies/<profile>/ with its external-data variant policies/external-data/<profile>/
+    (they load together, as `opa test --capabilities ... policies/<profile> policies/external-data/<profile>`;
+    the profiles share package names, so each loads alone), then bundles/."""
+    folders = POLICIES_DIR.glob("*") if POLICIES_DIR.is_dir() else []
+    profiles = sorted(p for p in folders if p.is_dir() and p.name != EXTERNAL_DATA_VARIANT)
+    groups = []
+    for profile in profiles:
+        variant = POLICIES_DIR / EXTERNAL_DATA_VARIANT / profile.name
+        groups.append((profile, variant) if variant.is_dir() else (profile,))
+    return [*groups, *([(BUNDLES_DIR,)] if BUNDLES_DIR.is_dir() else [])]
 
 
-def _report_coverage(coverage: Coverage, threshold: float | None) -> int:
+def _report_coverage(coverage: Coverage, threshold: float | None, out: TextIO) -> int:
     for name, (covered, total) in coverage.files().items():
         missing = coverage.missing_lines(name)
         suffix = f" (not covered: {', '.join(map(str, missing))})" if missing else ""
-        print(f"coverage {name}: {covered}/{total}{suffix}")
-    print(f"coverage total: {coverage.percent:.1f}%")
+        print(f"coverage {name}: {covered}/{total}{suffix}", file=out)
+    print(f"coverage total: {coverage.percent:.1f}%", file=out)
     if threshold is not None and coverage.percent < threshold:
-        print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%")
+        print(f"coverage {coverage.percent:.1f}% is below the threshold {threshold:.1f}%", file=out)
         print(f"trainer-policy test: coverage {coverage.percent:.1f}% is below {threshold:.1f}%", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _split(name: str) -> tuple[str, str]:
+    """(classname, name): `data.pkg.test_x` -> (`data.pkg`, `test_x`); `suite.yaml:test/case` -> (`suite.yaml:test`,
+    `case`); anything else (a folder that did not load) stands alone."""
+    if name.startswith("data.") and "." in name[5:]:
+        head, _, tail = name.rpartition(".")
+        return head, tail
+    if ":" in name and "/" in name.rpartition(":")[2]:
+        head, _, tail = name.rpartition("/")
+        return head, tail
+    return name, name
+
+
+def _junit(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+    from kubeflow_trainer_policy.cli.reports import Case, Suite, junit_xml
+
+    suites = []
+    for folder, outcomes in by_folder:
+        cases = []
+        for outcome in outcomes:
+            classname, name = _split(outcome.name)
+            failure = None if outcome.passed else (outcome.detail or "failed")
+            cases.append(Case(classname=classname, name=name, failure=failure, detail=outcome.detail))
+        suites.append(Suite(_display(folder), cases))
+    return junit_xml("trainer-policy test", suites)
+
+
+def _json(by_folder: list[tuple[Path, list[TestOutcome]]], coverage: Coverage | None) -> dict[str, object]:
+    tests = [
+        {"folder": _display(folder), "name": o.name, "passed": o.passed, **({"detail": o.detail} if o.detail else {})}
+        for folder, outcomes in by_folder
+        for o in outcomes
+    ]
+    failed = sum(not t["passed"] for t in tests)
+    body: dict[str, object] = {"passed": len(tests) - failed, "failed": failed, "tests": tests}
+    if coverage is not None:
+        body["coverage"] = {"percent": round(coverage.percent, 2)}
+    return body
+
+
+def _table(by_folder: list[tuple[Path, list[TestOutcome]]]) -> str:
+    from kubeflow_trainer_policy.cli.reports import table
+
+    rows = []
+    for folder, outcomes in by_folder:
+        failed = sum(not o.passed for o in outcomes)
+        rows.append((_display(folder), str(len(outcomes) - failed), str(failed)))
+    return table(("FOLDER", "PASSED", "FAILED"), rows)
+
+
+def _display(folder: Path) -> str:
+    """A shipped folder by its place in the package or checkout (policies/v2.0), any other as given."""
+    try:
+        return folder.resolve().relative_to(POLICIES_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        return str(folder)

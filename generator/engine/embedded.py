@@ -10,11 +10,25 @@ from kubeflow_trainer_policy.errors import EngineError
 
 try:
     from opa_bindings import OpaEngine, OpaError, OpaUndefinedError
-except ImportError as exc:  # pragma: no cover - exercised only on a broken install
-    raise ImportError(
-        "the embedded OPA engine is missing: install it with "
-        "`pip install --no-deps --ignore-requires-python --require-hashes -r requirements/opa-engine.txt`"
-    ) from exc
+
+    _MISSING: ImportError | None = None
+except ImportError as exc:  # every --help, the provider and the wheel's own checks work without it
+    _MISSING = exc
+
+    class OpaError(Exception):  # type: ignore[no-redef]
+        message = ""
+
+    class OpaUndefinedError(OpaError):  # type: ignore[no-redef]
+        pass
+
+
+class EngineMissingError(EngineError):
+    """opa-golib-python-bindings is not installed; raised when an engine is needed, not on import."""
+
+
+ENGINE_MISSING = (
+    "the embedded OPA engine (opa-golib-python-bindings) is not installed: run `trainer-policy install-engine`"
+)
 
 
 def _lines(ranges: list[dict[str, Any]] | None) -> set[int]:
@@ -28,6 +42,8 @@ class EmbeddedOpaEngine:
     """One OPA instance. Errors from OPA (parse, compile, eval) are raised as EngineError."""
 
     def __init__(self) -> None:
+        if _MISSING is not None:
+            raise EngineMissingError(ENGINE_MISSING) from _MISSING
         self._opa = OpaEngine()
         self._prints: list[PrintLine] = []
         self._opa.print_handler = lambda message, location: self._prints.append(PrintLine(message, location))

@@ -39,8 +39,12 @@ def cache_dir() -> Path | None:
 def _engine_identity() -> str:
     """The embedded engine's library file by size and modification time: any reinstall or upgrade changes it
     (cheaper than importlib.metadata, which scans every installed distribution)."""
-    import opa_bindings
+    try:
+        import opa_bindings
+    except ImportError as exc:
+        from kubeflow_trainer_policy.engine.embedded import ENGINE_MISSING, EngineMissingError
 
+        raise EngineMissingError(ENGINE_MISSING) from exc
     library = Path(opa_bindings.__file__).with_name("libopabridge.so")
     try:
         stat = library.stat()

@@ -17,8 +17,21 @@ from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
 
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"
-INSTALL_STEP_LABEL = "trainer-policy.kubeflow.org/install-step"
-"""`templates` (ConstraintTemplates, SyncSet) and `constraints`: `kubectl apply -k ... -l` installs them in order."""
+TEMPLATES_DIR = "templates"
+"""<profile>/templates/: the kustomization of what Gatekeeper must see first (ConstraintTemplates, SyncSet)."""
+CONSTRAINTS_DIR = "constraints"
+"""<profile>/constraints/: the kustomization of the Constraints, applied once their kinds exist."""
+CONSTRAINT_DIR = "constraint"
+"""<rule>/constraint/: the rule's Constraint and its own kustomization (kustomize loads no file outside a
+kustomization's folder, so the constraints kustomization can only take the Constraint as a folder)."""
+ARGOCD_SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+TEMPLATES_ANNOTATIONS = {ARGOCD_SYNC_WAVE: "-1"}
+CONSTRAINTS_ANNOTATIONS = {
+    ARGOCD_SYNC_WAVE: "1",
+    # Argo CD's dry run cannot map a kind whose CRD Gatekeeper has not created yet.
+    ARGOCD_SYNC_OPTIONS: "SkipDryRunOnMissingResource=true",
+}
 GATOR_SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
 """Suites of templates that call external_data: gator reads only test.gatekeeper.sh Suites, so it skips them."""
@@ -46,7 +59,6 @@ def constraint_template(rule: Rule, profile: Profile) -> dict[str, Any]:
         "kind": "ConstraintTemplate",
         "metadata": {
             "name": rule.template_name,
-            "labels": {INSTALL_STEP_LABEL: "templates"},
             "annotations": annotations,
         },
         "spec": {
@@ -85,7 +97,7 @@ def constraint(rule: Rule) -> dict[str, Any]:
     return {
         "apiVersion": "constraints.gatekeeper.sh/v1beta1",
         "kind": rule.kind,
-        "metadata": {"name": rule.id, "labels": {INSTALL_STEP_LABEL: "constraints"}},
+        "metadata": {"name": rule.id},
         "spec": spec,
     }
 
@@ -97,9 +109,12 @@ def syncset(rules: list[Rule]) -> dict[str, Any] | None:
     return {
         "apiVersion": "syncset.gatekeeper.sh/v1alpha1",
         "kind": "SyncSet",
-        "metadata": {"name": SYNCSET_NAME, "labels": {INSTALL_STEP_LABEL: "templates"}},
+        "metadata": {"name": SYNCSET_NAME},
         "spec": {"gvks": [{"group": g, "version": v, "kind": k} for g, v, k in kinds]},
     }
+
+
+CONSTRAINT_FILE = f"{CONSTRAINT_DIR}/constraint.yaml"
 
 
 def _sample_name(case: Case) -> str:
@@ -131,7 +146,7 @@ def _suite(rule: Rule, cases: list[Case]) -> dict[str, Any]:
     if rule.data.external_data_providers:
         suite["providers"] = list(rule.data.external_data_providers)
     suite["tests"] = [
-        {"name": rule.id, "template": "template.yaml", "constraint": "constraint.yaml", "cases": suite_cases}
+        {"name": rule.id, "template": "template.yaml", "constraint": CONSTRAINT_FILE, "cases": suite_cases}
     ]
     return suite
 
@@ -166,8 +181,9 @@ def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
     source = f"generator/catalog (rule {rule.id}, profile {profile.name})"
     files = {
         "template.yaml": _yaml(source, constraint_template(rule, profile)),
-        "constraint.yaml": _yaml(source, constraint(rule)),
-        "kustomization.yaml": _yaml(source, _kustomization(["template.yaml", "constraint.yaml"])),
+        "kustomization.yaml": _yaml(source, _kustomization(["template.yaml"]), RULE_KUSTOMIZE_NOTE),
+        CONSTRAINT_FILE: _yaml(source, constraint(rule)),
+        f"{CONSTRAINT_DIR}/kustomization.yaml": _yaml(source, _kustomization(["constraint.yaml"])),
     }
     cases = [c for c in rule.cases(profile) if requests.suite_runnable(c)]
     for case in cases:
@@ -181,19 +197,40 @@ def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
     return files
 
 
-def _kustomization(resources: list[str]) -> dict[str, Any]:
-    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
+def _kustomization(resources: list[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    if annotations:
+        body["commonAnnotations"] = dict(annotations)
+    body["resources"] = resources
+    return body
 
 
-KUSTOMIZE_NOTE = (
-    "# Every rule of the profile, with override mutability reading synced JobSets (the SyncSet). Install in two\n"
-    "# steps, templates first, so that each Constraint's kind exists when it is applied (see the README):\n"
-    "#   kubectl apply -k <this folder> -l trainer-policy.kubeflow.org/install-step=templates\n"
-    "#   kubectl apply -k <this folder> -l trainer-policy.kubeflow.org/install-step=constraints\n"
+RULE_KUSTOMIZE_NOTE = (
+    "# The rule's ConstraintTemplate alone (as in gatekeeper-library); its Constraint is in constraint/, installed\n"
+    "# by ../constraints once Gatekeeper has made the Constraint's kind from this template.\n"
 )
-VARIANT_NOTE = (
-    "# The same rules, with override mutability asking the JobSet state provider (external data) instead of\n"
-    "# reading synced JobSets. Install the provider and its Provider object first: deploy/README.md.\n"
+TEMPLATES_NOTE = (
+    "# Step 1 of 2: what Gatekeeper must see first, the ConstraintTemplates{sync}.\n"
+    "# Gatekeeper makes each Constraint kind (a CRD) from its template; apply ../constraints once they exist\n"
+    "# (see the README):\n"
+    "#   kubectl apply -k <profile>/templates   ...wait...   kubectl apply -k <profile>/constraints\n"
+    "# The Argo CD sync wave orders it before the Constraints when one Application syncs ../ (docs/gitops.md).\n"
+)
+CONSTRAINTS_NOTE = (
+    "# Step 2 of 2: the Constraints, once Gatekeeper has created their kinds from ../templates (see the README).\n"
+    "# Argo CD: a later sync wave, and no dry run for kinds that do not exist yet; Flux: a Kustomization that\n"
+    "# dependsOn the templates one (docs/gitops.md).\n"
+)
+PROFILE_NOTE = (
+    "# {what}: templates/ and constraints/ together, for a GitOps tool that orders them itself\n"
+    "# (Argo CD sync waves: docs/gitops.md). On a fresh cluster, `kubectl apply -k` of this folder fails: the\n"
+    "# Constraints' kinds do not exist until Gatekeeper has created them from the templates. With kubectl,\n"
+    "# apply templates/, wait, then constraints/ (see the README).\n"
+)
+WHAT_DEFAULT = "Every rule of the profile, with override mutability reading synced JobSets (the SyncSet)"
+WHAT_VARIANT = (
+    "The same rules, with override mutability asking the JobSet state provider (external data) instead of\n"
+    "# reading synced JobSets; install the provider and its Provider object first (deploy/README.md)"
 )
 
 
@@ -205,6 +242,34 @@ def _variant(rules: list[Rule], external_data: bool) -> list[Rule]:
     return [r for r in rules if r.id not in replaced]
 
 
+def _install(rules: list[Rule], source: str, folder: str, what: str) -> dict[str, str]:
+    """The three kustomizations of one install under `folder` ("" or external-data/): templates/, constraints/,
+    and the folder's own, which holds both."""
+    prefix = f"{folder}/" if folder else ""
+    up = "../" * (prefix.count("/") + 1)
+    files: dict[str, str] = {}
+    template_resources: list[str] = []
+    sync = syncset(rules)
+    if sync is not None:
+        note = "# The kinds the rules read from data.inventory: Gatekeeper syncs them (SyncSet, Gatekeeper >= 3.15).\n"
+        files[f"{prefix}{TEMPLATES_DIR}/syncset.yaml"] = _yaml(source, sync, note)
+        template_resources.append("syncset.yaml")
+    template_resources += [f"{up}{rule.id}" for rule in rules]
+    sync_text = " and the SyncSet of the kinds they read" if sync is not None else ""
+    files[f"{prefix}{TEMPLATES_DIR}/kustomization.yaml"] = _yaml(
+        source, _kustomization(template_resources, TEMPLATES_ANNOTATIONS), TEMPLATES_NOTE.format(sync=sync_text)
+    )
+    files[f"{prefix}{CONSTRAINTS_DIR}/kustomization.yaml"] = _yaml(
+        source,
+        _kustomization([f"{up}{rule.id}/{CONSTRAINT_DIR}" for rule in rules], CONSTRAINTS_ANNOTATIONS),
+        CONSTRAINTS_NOTE,
+    )
+    files[f"{prefix}kustomization.yaml"] = _yaml(
+        source, _kustomization([TEMPLATES_DIR, CONSTRAINTS_DIR]), PROFILE_NOTE.format(what=what)
+    )
+    return files
+
+
 def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
     """Files of bundles/gatekeeper/<profile>/, relative to it."""
     source = f"generator/catalog (profile {profile.name})"
@@ -212,23 +277,9 @@ def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
     for rule in rules:
         for path, text in rule_files(rule, profile).items():
             files[f"{rule.id}/{path}"] = text
-    resources: list[str] = []
-    sync = syncset(_variant(rules, external_data=False))
-    if sync is not None:
-        note = "# The kinds the rules read from data.inventory: Gatekeeper syncs them (SyncSet, Gatekeeper >= 3.15).\n"
-        files["syncset.yaml"] = _yaml(source, sync, note)
-        resources.append("syncset.yaml")
-    resources += [rule.id for rule in _variant(rules, external_data=False)]
-    files["kustomization.yaml"] = _yaml(source, _kustomization(resources), KUSTOMIZE_NOTE)
+    default_rules = _variant(rules, external_data=False)
+    files.update(_install(default_rules, source, "", WHAT_DEFAULT))
     variant_rules = _variant(rules, external_data=True)
-    if variant_rules != _variant(rules, external_data=False):
-        variant_resources = []
-        variant_sync = syncset(variant_rules)
-        if variant_sync is not None:
-            files[f"{EXTERNAL_DATA_VARIANT}/syncset.yaml"] = _yaml(source, variant_sync)
-            variant_resources.append("syncset.yaml")
-        variant_resources += [f"../{rule.id}" for rule in variant_rules]
-        files[f"{EXTERNAL_DATA_VARIANT}/kustomization.yaml"] = _yaml(
-            source, _kustomization(variant_resources), VARIANT_NOTE
-        )
+    if variant_rules != default_rules:
+        files.update(_install(variant_rules, source, EXTERNAL_DATA_VARIANT, WHAT_VARIANT))
     return files

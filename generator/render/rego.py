@@ -108,6 +108,12 @@ def _tidy(text: str) -> str:
 
 
 LIB_IMPORT = re.compile(r"^import data\.lib\.trainer\.(\w+)$", re.MULTILINE)
+EXTERNAL_DATA_CALL = re.compile(r"^[^#\n]*\bexternal_data\(", re.MULTILINE)
+
+
+def calls_external_data(source: str) -> bool:
+    """Whether a module calls Gatekeeper's external_data builtin (outside comments)."""
+    return EXTERNAL_DATA_CALL.search(source) is not None
 
 
 def shipped_libs(rule: Rule, module: str) -> list[Lib]:

@@ -10,6 +10,10 @@ from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
 
+PROVIDER_FETCH = "data.lib.trainer.jobset_provider.fetch"
+"""The function that makes the one external_data call: the tests replace it, never the builtin, so they run on any
+OPA that knows external_data's signature (`opa test --capabilities`), Gatekeeper's implementation or not."""
+
 
 def _rego(value: Any) -> str:
     """A JSON value as a one-line Rego term (JSON is valid Rego); deterministic key order."""
@@ -17,9 +21,16 @@ def _rego(value: Any) -> str:
 
 
 def _block(value: Any, level: int) -> str:
-    """A JSON value as a multi-line Rego term the way `opa fmt` lays one out: one entry per line indented
-    by tabs one level deeper than the line that opens it, a trailing comma after every entry, the closing
-    bracket at `level`. Empty collections and scalars stay on one line."""
+    """A JSON value as a Rego term laid out as `opa fmt` prints it (format.go groups a collection's entries by
+    source line): a collection of two or more entries has one entry per line, indented one tab deeper than
+    `level`, each followed by a comma, and its closing bracket at `level`; a collection of one entry stays on
+    its opening line (`{"spec": {"containers": [{` opens three at once, and they close together); empty
+    collections and scalars are one line."""
+    if isinstance(value, dict) and len(value) == 1:
+        [(key, item)] = value.items()
+        return "{" + json.dumps(key) + ": " + _block(item, level) + "}"
+    if isinstance(value, list) and len(value) == 1:
+        return "[" + _block(value[0], level) + "]"
     inner = "\t" * (level + 1)
     if isinstance(value, dict) and value:
         entries = [f"{inner}{json.dumps(k)}: {_block(value[k], level + 1)}," for k in sorted(value)]
@@ -39,17 +50,18 @@ def _expected_set(case: Case) -> str:
 
 def _rule_test(rule: Rule, case: Case) -> str:
     payload = {"review": requests.review_input(case), "parameters": requests.parameters(rule, case)}
-    # `with` modifiers on the lines after their expression: opa fmt indents them one level deeper.
-    mocks = [f"\t\twith input as {_block(payload, 2)}"]
+    # opa fmt keeps the first `with` on its expression's line and puts each further one on a line of its own,
+    # one level deeper.
+    mocks = [f" with input as {_block(payload, 1)}"]
     if case.cluster:
         mocks.append(f"\t\twith data.inventory as {_block(requests.inventory(case), 2)}")
     for provider in rule.data.external_data_providers[:1]:
         answer = requests.external_data_answer(case, provider)
-        mocks.append(f"\t\twith external_data as {_block(answer, 2)}")
+        mocks.append(f"\t\twith {PROVIDER_FETCH} as {_block(answer, 2)}")
     return (
         f"# {' '.join(case.description.split())}\n"
         f"test_{case.name} if {{\n"
-        "\tresult := violation\n" + "\n".join(mocks) + "\n"
+        "\tresult := violation" + "\n".join(mocks) + "\n"
         f"\tresult == {_expected_set(case)}\n"
         "}\n"
     )

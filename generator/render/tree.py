@@ -10,7 +10,7 @@ from kubeflow_trainer_policy.atomic import write_text
 from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.catalog.model import Rule
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import Profile, generated_profiles
 from kubeflow_trainer_policy.render import docs, gatekeeper, rego, rego_tests, versions
 from kubeflow_trainer_policy.render.header import COMMAND
@@ -31,6 +31,14 @@ def policies_root(profile: Profile) -> str:
     return f"{POLICIES}/{profile.name}"
 
 
+def external_data_root(profile: Profile) -> str:
+    """policies/external-data/<profile>/: the modules of the external-data variant (and the lib that calls
+    external_data), which OPA compiles only with external_data declared in its capabilities (`opa test
+    --capabilities policies/external-data/capabilities.json policies/<profile> policies/external-data/<profile>`).
+    Apart, they keep `opa test policies/<profile>` compiling on OPA's default capabilities."""
+    return f"{POLICIES}/{EXTERNAL_DATA_VARIANT}/{profile.name}"
+
+
 @dataclass
 class Tree:
     files: dict[str, str] = field(default_factory=dict)
@@ -43,7 +51,14 @@ def render_tree(profiles: list[Profile], docs_profile: Profile, rules: Sequence[
     """Everything generated for `profiles` (policies/<profile>/, bundles/gatekeeper/<profile>/), the docs
     (examples from `docs_profile`) and the template version lock, for the catalog's rules (or `rules`)."""
     rules = list(load_catalog() if rules is None else rules)
-    tree = Tree(roots=[DOCS, *(policies_root(p) for p in profiles), *(bundle_root(p) for p in profiles)])
+    tree = Tree(
+        roots=[
+            DOCS,
+            *(policies_root(p) for p in profiles),
+            *(external_data_root(p) for p in profiles),
+            *(bundle_root(p) for p in profiles),
+        ]
+    )
     for profile in profiles:
         tree.files.update(_policies(rules, profile))
     for rule in rules:
@@ -67,11 +82,15 @@ def is_generated(path: Path) -> bool:
 
 
 def _policies(rules: list[Rule], profile: Profile) -> dict[str, str]:
-    root = policies_root(profile)
+    """A rule of the external-data variant, and a lib that calls external_data (with its tests), go under
+    external_data_root; everything else under policies_root."""
     files: dict[str, str] = {}
+    external = {lib.name for lib in rego.all_libs() if rego.calls_external_data(lib.source)}
     for lib in [*rego.all_libs(), *rego.lib_tests()]:
+        root = external_data_root(profile) if lib.name.removesuffix("_test") in external else policies_root(profile)
         files[f"{root}/{lib.path}"] = lib.source
     for rule in rules:
+        root = external_data_root(profile) if rule.data.external_data_providers else policies_root(profile)
         files[f"{root}/{rule.id}/src.rego"] = rego.render_module(rule, profile)
         files[f"{root}/{rule.id}/src_test.rego"] = rego_tests.render_rule_tests(rule, profile)
     return files

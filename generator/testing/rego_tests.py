@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from kubeflow_trainer_policy.errors import EngineError
 from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
 
 NO_PROVIDER = (
-    "external_data is not available in Rego unit tests: mock it with `with external_data as <function or value>`"
+    "external_data is not available in Rego unit tests: replace the function that calls it "
+    "(`with data.lib.trainer.jobset_provider.fetch as <value>`), as OPA's own `opa test` needs"
 )
 
 
@@ -32,15 +34,23 @@ class RegoFile:
         return self.path.endswith("_test.rego")
 
 
-def rego_files(root: Path) -> list[RegoFile]:
-    return [RegoFile(str(p.relative_to(root)), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.rego"))]
+def rego_files(root: Path, base: Path | None = None) -> list[RegoFile]:
+    """Every module under root, named relative to base (default: root)."""
+    return [
+        RegoFile(str(p.relative_to(base or root)), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.rego"))
+    ]
 
 
-def run_rego_tests(root: Path, coverage: Coverage | None = None) -> list[TestOutcome]:
-    """Loads every module under `root` into one engine (like `opa test root`) and runs its tests."""
-    files = rego_files(root)
+def run_rego_tests(
+    root: Path | Sequence[Path], coverage: Coverage | None = None, base: Path | None = None
+) -> list[TestOutcome]:
+    """Loads every module under `root` (or under each of several roots) into one engine, like `opa test root...`,
+    and runs its tests. Files are named relative to base, default the single root."""
+    roots = [root] if isinstance(root, Path) else list(root)
+    files = [file for r in roots for file in rego_files(r, base)]
     if not files:
         return []
+    root = base or roots[0]
     parser = RegoParser()
     tests: list[tuple[str, str]] = []
     for file in files:

@@ -14,9 +14,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from kubeflow_trainer_policy.bundle.activation import activation_problems
 from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
 from kubeflow_trainer_policy.bundle.build import build_bundle
-from kubeflow_trainer_policy.bundle.check import bundle_problems
 from kubeflow_trainer_policy.bundle.signing import (
     SignatureError,
     SigningKey,
@@ -71,7 +71,7 @@ def test_build_is_reproducible_and_well_formed(built, tmp_path):
     assert manifest["rego_version"] == 1
     assert "lib/trainer" in manifest["roots"] and "lib" not in manifest["roots"]
     assert manifest["metadata"]["profile"] == "v2.0"
-    assert bundle_problems(files) == []
+    assert activation_problems(files) == []
 
 
 def test_bundle_holds_every_runnable_template_module_verbatim_plus_the_entry_point(built):
@@ -114,8 +114,20 @@ def test_a_module_calling_external_data_stops_activation(built):
     files["lib/trainer/extra.rego"] = (
         b'package lib.trainer.extra\n\nx := external_data({"provider": "p", "keys": []})\n'
     )
-    [problem] = bundle_problems(files)
-    assert "do not compile" in problem and "external_data" in problem
+    [problem] = activation_problems(files)
+    assert "OPA refuses to activate it" in problem and "undefined function external_data" in problem
+
+
+def test_the_real_opa_refuses_what_gatekeeper_3_20_refused(built):
+    """main's lib podsets (a comprehension head using an argument no body expression uses): OPA 1.4.2's type
+    checker refuses it as Gatekeeper 3.20's OPA 1.7.1 did, so the bundle does not activate."""
+    files = read_archive(built)
+    files["lib/trainer/podsets.rego"] = files["lib/trainer/podsets.rego"].replace(
+        b"{[k, name] | some name, value in values; not nanos.parse(value); k := kind}",
+        b"{[kind, name] | some name, value in values; not nanos.parse(value)}",
+    )
+    [problem] = activation_problems(files)
+    assert "podsets.rego" in problem and "rego_type_error: match error" in problem
 
 
 def test_structured_files_hash_like_opa():

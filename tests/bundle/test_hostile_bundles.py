@@ -173,9 +173,16 @@ def test_verify_limits_are_flags_and_environment(tmp_path: Path, built_bundles, 
         assert_refused(result, str(built_bundles["v2.0"]), "limit of 3", f"({flag} or {env})")
 
 
-def test_verify_hands_the_engine_the_data_once(tmp_path: Path, built_bundles, monkeypatch) -> None:
-    """Linear in entries: every data file is merged first and added to the (real) engine in one call; adding them
-    one by one made the engine merge its whole store again per file (10,000 entries took 7.3 s)."""
+def test_verify_without_opa_hands_the_embedded_engine_the_data_once(tmp_path: Path, built_bundles, monkeypatch) -> None:
+    """Linear in entries where the embedded engine stands in for OPA (an installed package with no `opa`; faked
+    here by making run_opa say so): every data file is merged first and added to the (real) engine in one call;
+    adding them one by one made the engine merge its whole store again per file (10,000 entries took 7.3 s)."""
+    from kubeflow_trainer_policy.bundle import activation
+    from kubeflow_trainer_policy.opa.toolchain import OpaUnavailable
+
+    def no_opa(*args, **kwargs):
+        raise OpaUnavailable("no opa here (faked by the test)")
+
     calls: list[int] = []
     real_add_data = EmbeddedOpaEngine.add_data
 
@@ -183,13 +190,24 @@ def test_verify_hands_the_engine_the_data_once(tmp_path: Path, built_bundles, mo
         calls.append(1)
         return real_add_data(self, value, path)
 
+    monkeypatch.setattr(activation, "run_opa", no_opa)
     monkeypatch.setattr(EmbeddedOpaEngine, "add_data", counting)
     extra = {f"extra/e{i}/data.json": json.dumps({"n": i}).encode() for i in range(2_000)}
     path = tmp_path / "data.tar.gz"
     path.write_bytes(_bundle_with(built_bundles["v2.0"], extra))
     result = run_cli("bundle", "verify", path)
     assert result.code == 0, result
+    assert "activation checked on the embedded OPA only" in result.stderr
     assert len(calls) == 1, len(calls)
+
+
+def test_verify_of_many_data_files_activates_in_the_real_opa(tmp_path: Path, built_bundles) -> None:
+    extra = {f"extra/e{i}/data.json": json.dumps({"n": i}).encode() for i in range(2_000)}
+    path = tmp_path / "data.tar.gz"
+    path.write_bytes(_bundle_with(built_bundles["v2.0"], extra))
+    result = run_cli("bundle", "verify", path)
+    assert result.code == 0, result
+    assert "embedded OPA only" not in result.stderr
 
 
 def test_verify_reports_data_files_that_conflict(tmp_path: Path, built_bundles) -> None:

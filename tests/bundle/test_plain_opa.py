@@ -234,7 +234,7 @@ def test_build_from_own_constraints_carries_their_parameters(tmp_path):
     folder.mkdir()
     source = gatekeeper_bundle_dir("v2.0") / "trainjob-managed-by"
     shutil.copy(source / "template.yaml", folder / "template.yaml")
-    constraint = yaml.safe_load((source / "constraint.yaml").read_text())
+    constraint = yaml.safe_load((source / "constraint" / "constraint.yaml").read_text())
     constraint["spec"]["parameters"]["allowedValues"] = ["example.com/mine"]
     (folder / "constraint.yaml").write_text(yaml.safe_dump(constraint))
     proc = cli("bundle", "build", "--constraints", str(folder), "--profile", "site", "--output-dir", str(tmp_path))

@@ -126,7 +126,9 @@ def test_a_new_rule_is_one_folder(tmp_path: Path):
         bundle = out / "bundles" / "gatekeeper" / profile.name
         template = yaml.safe_load((bundle / RULE_ID / "template.yaml").read_text())
         assert template["spec"]["crd"]["spec"]["names"]["kind"] == "TrainerTrainJobExampleLabel"
-        assert RULE_ID in yaml.safe_load((bundle / "kustomization.yaml").read_text())["resources"]
+        assert f"../{RULE_ID}" in yaml.safe_load((bundle / "templates" / "kustomization.yaml").read_text())["resources"]
+        constraints = yaml.safe_load((bundle / "constraints" / "kustomization.yaml").read_text())["resources"]
+        assert f"../{RULE_ID}/constraint" in constraints
     assert (out / "docs" / "policies" / f"{RULE_ID}.md").is_file()
     assert RULE_ID in (out / "README.md").read_text()
 

@@ -119,7 +119,7 @@ def provider_object(timeout: object) -> dict:
 def external_data_constraints(folder: Path, timeout: object) -> Path:
     """The external-data variant of override mutability, with a Provider of this spec.timeout."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("template.yaml", "constraint.yaml"):
-        (folder / name).write_text((EXTERNAL_DATA_RULE / name).read_text())
+    for name in ("template.yaml", "constraint/constraint.yaml"):
+        (folder / Path(name).name).write_text((EXTERNAL_DATA_RULE / name).read_text())
     write_yaml(folder / "provider.yaml", provider_object(timeout))
     return folder

@@ -64,7 +64,7 @@ def test_a_suite_with_an_alias_bomb_inventory_is_refused(tmp_path: Path, bomb: P
             {
                 "name": "t",
                 "template": str(rule / "template.yaml"),
-                "constraint": str(rule / "constraint.yaml"),
+                "constraint": str(rule / "constraint" / "constraint.yaml"),
                 "cases": [{"name": "c", "object": str(bomb), "inventory": [str(bomb)], "assertions": [{}]}],
             }
         ],

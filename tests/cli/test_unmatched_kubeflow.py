@@ -3,6 +3,7 @@ API group (a likely typo that Gatekeeper would admit unchecked), and `--strict` 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,21 @@ def test_matched_or_foreign_objects_are_not_warned_about(tmp_path: Path, api_ver
     result = run_cli("review", _object(tmp_path, api_version, kind), "--strict")
     assert result.code in (0, 1), result
     assert "no constraint matches" not in result.stderr
+
+
+def test_each_object_of_a_multi_document_file_is_checked(tmp_path: Path) -> None:
+    """Since review takes folders and multi-document files: the typo is named by file#N, the others still reviewed;
+    --strict makes that object an error (exit 2), reported in its place."""
+    good = yaml.safe_load(_object(tmp_path, "v1", "Pod").read_text())
+    typo = yaml.safe_load(_object(tmp_path, "trainer.kubeflow.org/v1alpha1", "Trainjob").read_text())
+    path = tmp_path / "many.yaml"
+    path.write_text(yaml.safe_dump_all([good, typo]))
+    warned = run_cli("review", path, "-o", "json")
+    assert warned.code == 0, warned
+    [warning] = warned.stderr_lines
+    assert warning.startswith(f"trainer-policy review: warning: {path}#2: no constraint matches kind 'Trainjob'")
+    strict = run_cli("review", path, "--strict", "-o", "json")
+    assert strict.code == 2, strict
+    results = json.loads(strict.stdout)["results"]
+    assert [r["outcome"] for r in results] == ["allowed", "error"], results
+    assert results[1]["errors"][0].startswith(f"{path}#2: no constraint matches kind 'Trainjob'"), results

@@ -66,7 +66,7 @@ def test_the_shipped_templates_are_decided_without_jsonschema() -> None:
     assert templates
     for path in templates:
         template = yaml.safe_load(Path(path).read_text())
-        constraint = yaml.safe_load(Path(path.replace("template.yaml", "constraint.yaml")).read_text())
+        constraint = yaml.safe_load(Path(path.replace("template.yaml", "constraint/constraint.yaml")).read_text())
         schema = template["spec"]["crd"]["spec"]["validation"]["openAPIV3Schema"]
         parameters = constraint["spec"].get("parameters", {})
         assert schema_check.is_valid(schema, parameters) is True, path

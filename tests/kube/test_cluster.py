@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
 
@@ -11,6 +10,7 @@ import pytest
 import requests
 
 from tests.kube.cluster import KubeCluster
+from tests.kube.kubectl import kubectl
 
 pytestmark = pytest.mark.kube
 
@@ -118,11 +118,9 @@ def test_cluster_scoped_runtime_and_namespaced_trainjob(kube_cluster: KubeCluste
 
 
 def test_kubeconfig_works_with_kubectl(kube_cluster: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> None:
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl is part of this machine image (Debian package kubectl); it is missing"
     cache = tmp_path_factory.mktemp("kubecache")
     proc = subprocess.run(
-        [kubectl, "--kubeconfig", str(kube_cluster.kubeconfig), "get", "jobsets.jobset.x-k8s.io", "-A", "-o", "name"],
+        [kubectl(), "--kubeconfig", str(kube_cluster.kubeconfig), "get", "jobsets.jobset.x-k8s.io", "-A", "-o", "name"],
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KUBECACHEDIR": str(cache), "HOME": str(cache)},
         capture_output=True,
         text=True,

@@ -10,7 +10,6 @@ import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
@@ -19,7 +18,7 @@ from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.server import ProviderServer, ServeConfig
 from kubeflow_trainer_policy_provider.sources import JobSetSource
-from kubeflow_trainer_policy_provider.tls import Library, TLSFiles
+from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 KUBE_PLUGIN = "tests.kube.plugin"
 
@@ -81,27 +80,14 @@ class Running:
 StartProvider = Callable[..., Running]
 
 
-@pytest.fixture(params=get_args(Library))
-def tls_library(request: pytest.FixtureRequest) -> Library:
-    """Each TLS library the provider can serve with (provider.tls). A module that asks for this fixture
-    (`pytestmark = pytest.mark.usefixtures("tls_library")`) runs its providers once per library."""
-    return request.param  # type: ignore[no-any-return]
-
-
 @pytest.fixture
-def start_provider(pki: Pki, request: pytest.FixtureRequest) -> Iterator[StartProvider]:
-    """Start a provider on 127.0.0.1 (ephemeral port) over a source; stopped after the test. It serves with
-    the default TLS library, or with each library in turn where the test uses the `tls_library` fixture."""
+def start_provider(pki: Pki) -> Iterator[StartProvider]:
+    """Start a provider on 127.0.0.1 (ephemeral port) over a source; stopped after the test."""
     started: list[ProviderServer] = []
-    if "tls_library" in request.fixturenames:
-        library: Library = request.getfixturevalue("tls_library")
-    else:
-        library = ServeConfig.tls_library
 
     def start(source: JobSetSource, *, mtls: bool = False, tls: TLSFiles | None = None, **config: object) -> Running:
         logs = io.StringIO()
         files = tls or TLSFiles(str(pki.cert), str(pki.key), str(pki.client_ca) if mtls else None)
-        config.setdefault("tls_library", library)
         server = ProviderServer(
             source,
             ServeConfig(tls=files, host="127.0.0.1", port=0, **config),  # type: ignore[arg-type]

@@ -21,14 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from kubeflow_trainer_policy_provider.http_server import Limits
 from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import client_context, provider_request, wait_until
-
-pytestmark = pytest.mark.usefixtures("tls_library")  # every test here runs once per TLS library
 
 JOBSETS = [
     {

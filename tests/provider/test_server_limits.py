@@ -28,8 +28,6 @@ from tests.provider.helpers import (
     status_and_json,
 )
 
-pytestmark = pytest.mark.usefixtures("tls_library")  # every test here runs once per TLS library
-
 JOBSET = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",
     "kind": "JobSet",

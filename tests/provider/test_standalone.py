@@ -56,7 +56,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "setup.py", "README.md"):
         source.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider"):
+    for folder in ("generator", "provider", "bundles", "policies", "requirements"):  # the data ships in the wheel
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, source)
     (wheel,) = wheels.glob("kubeflow_trainer_policy-*.whl")

@@ -19,8 +19,6 @@ from kubeflow_trainer_policy_provider.tls import TLSFiles
 from tests.provider.conftest import Pki, StartProvider
 from tests.provider.helpers import client_context, post, session, wait_until
 
-pytestmark = pytest.mark.usefixtures("tls_library")  # every test here runs once per TLS library
-
 
 def handshake(port: int, context: ssl.SSLContext) -> str:
     with (

@@ -1,21 +1,17 @@
-"""The provider's TLS sessions, library by library (provider.tls, provider.bundled_openssl), without sockets.
+"""The provider's TLS sessions (provider.tls), without sockets.
 
-A stdlib `ssl` client talks to each server session through memory buffers, so every step (handshake,
-request, answer, close, refusal) is checked on its own, and the same test covers both libraries.
+A stdlib `ssl` client talks to a server session through memory buffers, so every step (handshake, request,
+answer, close, refusal) is checked on its own.
 """
 
 from __future__ import annotations
 
 import ssl
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
-from kubeflow_trainer_policy_provider import bundled_openssl
-from kubeflow_trainer_policy_provider.http_server import InvalidSetting
-from kubeflow_trainer_policy_provider.server import ServeConfig
-from kubeflow_trainer_policy_provider.tls import DEFAULT_LIBRARY, Library, ServerSession, TLSFiles, server_context
+from kubeflow_trainer_policy_provider.tls import ServerContext, ServerSession, TLSFiles
 from tests.provider.conftest import Pki
 from tests.provider.helpers import client_context
 
@@ -64,19 +60,8 @@ def serving_files(pki: Pki, mtls: bool) -> TLSFiles:
     return TLSFiles(str(pki.cert), str(pki.key), str(pki.client_ca) if mtls else None)
 
 
-@pytest.fixture(params=get_args(Library))
-def library(request: pytest.FixtureRequest) -> Library:
-    return request.param  # type: ignore[no-any-return]
-
-
-def test_the_bundled_library_is_available_and_the_default() -> None:
-    assert bundled_openssl.UNAVAILABLE is None
-    assert DEFAULT_LIBRARY == "bundled"
-    assert bundled_openssl.version().startswith("OpenSSL ")
-
-
-def test_a_client_with_its_certificate_gets_an_answer(pki: Pki, library: Library) -> None:
-    server = server_context(serving_files(pki, mtls=True), library).new_session()
+def test_a_client_with_its_certificate_gets_an_answer(pki: Pki) -> None:
+    server = ServerContext(serving_files(pki, mtls=True)).new_session()
     client = Client(server, client_context(str(pki.ca), cert=(str(pki.client_cert), str(pki.client_key))))
     client.handshake()
     assert client.tls.version() == "TLSv1.3"
@@ -107,9 +92,9 @@ def test_a_client_with_its_certificate_gets_an_answer(pki: Pki, library: Library
     ],
 )
 def test_mtls_refuses_a_client_without_a_certificate_from_the_client_ca(
-    pki: Pki, library: Library, certificate: str | None, expected: str
+    pki: Pki, certificate: str | None, expected: str
 ) -> None:
-    context = server_context(serving_files(pki, mtls=True), library)
+    context = ServerContext(serving_files(pki, mtls=True))
     cert = (str(pki.rogue_cert), str(pki.rogue_key)) if certificate else None
     client = Client(context.new_session(), client_context(str(pki.ca), cert=cert))
     with pytest.raises(ssl.SSLError) as refused:
@@ -122,30 +107,21 @@ def test_mtls_refuses_a_client_without_a_certificate_from_the_client_ca(
     good.server.do_handshake()
 
 
-def test_tls12_is_refused(pki: Pki, library: Library) -> None:
+def test_tls12_is_refused(pki: Pki) -> None:
     client = Client(
-        server_context(serving_files(pki, mtls=False), library).new_session(), client_context(str(pki.ca), tls12=True)
+        ServerContext(serving_files(pki, mtls=False)).new_session(), client_context(str(pki.ca), tls12=True)
     )
     with pytest.raises(ssl.SSLError) as refused:
         client.handshake()
     assert "version" in str(refused.value).lower() or "protocol" in str(refused.value).lower()
 
 
-def test_unusable_files_name_the_file(pki: Pki, library: Library, tmp_path: Path) -> None:
+def test_unusable_files_are_refused(pki: Pki, tmp_path: Path) -> None:
     bad = tmp_path / "bad.crt"
     bad.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n")
     with pytest.raises((ssl.SSLError, OSError)):
-        server_context(TLSFiles(str(bad), str(pki.key)), library)
-    with pytest.raises((ssl.SSLError, OSError)) as mismatched:
-        server_context(TLSFiles(str(pki.cert), str(pki.client_key)), library)
-    if library == "bundled":
-        assert str(pki.client_key) in str(mismatched.value)
-    with pytest.raises((ssl.SSLError, OSError)) as missing:
-        server_context(TLSFiles(str(pki.cert), str(pki.key), str(tmp_path / "absent.crt")), library)
-    if library == "bundled":
-        assert "absent.crt" in str(missing.value)
-
-
-def test_serve_config_names_an_unknown_tls_library(pki: Pki) -> None:
-    with pytest.raises(InvalidSetting, match="tls_library"):
-        ServeConfig(tls=serving_files(pki, mtls=False), tls_library="boringssl")  # type: ignore[arg-type]
+        ServerContext(TLSFiles(str(bad), str(pki.key)))
+    with pytest.raises(ssl.SSLError):  # the key of another certificate
+        ServerContext(TLSFiles(str(pki.cert), str(pki.client_key)))
+    with pytest.raises(FileNotFoundError):
+        ServerContext(TLSFiles(str(pki.cert), str(pki.key), str(tmp_path / "absent.crt")))

@@ -32,6 +32,7 @@ VOCABULARY = [
     "replicas",
     "containers",
     "initContainers",
+    "volumeMounts",
     "resources",
     "requests",
     "limits",
@@ -310,7 +311,17 @@ CONTAINERS = (
     st.lists(
         st.fixed_dictionaries(
             {},
-            optional={"name": st.sampled_from(["node", "setup", "ghost", "model-initializer"]) | VALUES, "env": VALUES},
+            optional={
+                "name": st.sampled_from(["node", "setup", "ghost", "model-initializer", "dataset-initializer"])
+                | VALUES,
+                "env": VALUES,
+                # v2.3's initializer check reads the mounts' names.
+                "volumeMounts": st.lists(
+                    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["initializer", "x"]) | VALUES}),
+                    max_size=2,
+                )
+                | VALUES,
+            },
         ),
         max_size=3,
     )

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +16,9 @@ import yaml
 
 from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.cli.main import main
-from kubeflow_trainer_policy.engine.rego_ast import RegoParser
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.lint.modules import Module, data_ref_errors, load_groups
+from kubeflow_trainer_policy.lint.modules import Module, policy_modules, template_modules
+from kubeflow_trainer_policy.lint.rules import gatekeeper_data_reference, lint_modules
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import UNIT_TEST_PROFILE, generated_profiles, get_profile
 from kubeflow_trainer_policy.render.docs import (
@@ -31,6 +30,7 @@ from kubeflow_trainer_policy.render.docs import (
     rule_table,
 )
 from kubeflow_trainer_policy.render.tree import render_tree
+from tests.kube.kubectl import kubectl
 
 PROFILES = [p.name for p in generated_profiles()]
 GATEKEEPER = PROJECT_ROOT / "bundles" / "gatekeeper"
@@ -155,38 +155,42 @@ def test_constraint_templates(profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_what_is_unit_tested_is_what_ships(profile):
-    """policies/<profile>/ holds the profile's modules and libs, byte for byte the templates' code."""
-    policies = PROJECT_ROOT / "policies" / profile
+    """policies/<profile>/ and policies/external-data/<profile>/ hold the profile's modules and libs, byte for
+    byte the templates' code; only the external-data variant's folder has a module calling external_data."""
+    roots = [PROJECT_ROOT / "policies" / profile, PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT / profile]
+    libs = {p.read_text() for root in roots for p in (root / "lib").rglob("*.rego") if "_test" not in p.name}
     for path, template in _templates(profile):
         source = template["spec"]["targets"][0]["code"][0]["source"]
-        rule_dir = policies / path.parent.name
+        [rule_dir] = [root / path.parent.name for root in roots if (root / path.parent.name).is_dir()]
         assert (rule_dir / "src.rego").read_text() == source["rego"]
         assert (rule_dir / "src_test.rego").is_file()
-        libs = {p.read_text() for p in (policies / "lib").rglob("*.rego") if "_test" not in p.name}
         assert source["libs"] and set(source["libs"]) <= libs
+        calls = any("external_data(" in module for module in [source["rego"], *source["libs"]])
+        assert calls == (rule_dir.parent == roots[1]), rule_dir
+    assert not [p for p in roots[0].rglob("*.rego") if "external_data(" in p.read_text()]
 
 
 def test_policies_hold_one_folder_per_shipped_profile():
-    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted(PROFILES)
+    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted([*PROFILES, EXTERNAL_DATA_VARIANT])
+    variant = PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT
+    assert sorted(p.name for p in variant.iterdir()) == sorted([*PROFILES, "capabilities.json"])
 
 
 def test_rego_references_and_violation_builder():
     """Every emitted module (policies/<profile>/ and every template's rego and libs) reads only what
     Gatekeeper allows, and builds violations only through lib.trainer.violations."""
-    parser = RegoParser()
-    groups = load_groups(PROJECT_ROOT)
-    assert {g.name for g in groups} >= {f"policies/{p}" for p in PROFILES}
-    for group in groups:
-        assert data_ref_errors(list(group.modules), parser) == [], group.name
-        for module in group.modules:
-            if not module.test and "package lib.trainer.violations" not in module.text:
-                assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
+    modules = policy_modules(PROJECT_ROOT) + template_modules(PROJECT_ROOT)
+    assert {m.path.split("/")[1] for m in modules if m.path.startswith("policies/")} >= set(PROFILES)
+    assert [str(v) for v in lint_modules(modules) if v.rule == "gatekeeper/data-reference"] == []
+    for module in modules:
+        if not module.test and "package lib.trainer.violations" not in module.text:
+            assert '"msg"' not in module.text, f"{module.path}: violations are built by violations.make only"
 
 
 def test_data_refs_outside_inventory_and_lib_are_reported():
-    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False)
-    (error,) = data_ref_errors([module], RegoParser())
-    assert "bad.rego: data.kubernetes.pods" in error
+    module = Module("bad.rego", "package bad\n\nx := data.kubernetes.pods\n", entry=True, test=False, template=True)
+    (error,) = gatekeeper_data_reference.check(module)
+    assert str(error).startswith("bad.rego:3: gatekeeper/data-reference: data.kubernetes.pods")
 
 
 def _variants(profile: str) -> dict[str, set[str]]:
@@ -201,14 +205,22 @@ def _variants(profile: str) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kustomization_lists_existing_installable_objects(profile):
+    """Each install is two kustomizations, templates/ then constraints/ (gatekeeper-library's split: a rule
+    folder's kustomization is its template alone), and the install's own folder holds both."""
     for folder, rules in _variants(profile).items():
         root = PROJECT_ROOT / "bundles" / "gatekeeper" / folder
-        kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
-        listed = {Path(r).name for r in kustomization["resources"] if (root / r).is_dir()}
+        assert yaml.safe_load((root / "kustomization.yaml").read_text())["resources"] == ["templates", "constraints"]
+        templates = yaml.safe_load((root / "templates" / "kustomization.yaml").read_text())["resources"]
+        listed = {Path(r).name for r in templates if (root / "templates" / r).is_dir()}
         assert listed == rules, folder
+        constraints = yaml.safe_load((root / "constraints" / "kustomization.yaml").read_text())["resources"]
+        assert {Path(r).parent.name for r in constraints} == rules
+        assert all((root / "constraints" / r).is_dir() and Path(r).name == "constraint" for r in constraints)
         for rule in listed:
             inner = yaml.safe_load((GATEKEEPER / profile / rule / "kustomization.yaml").read_text())
-            assert inner["resources"] == ["template.yaml", "constraint.yaml"]
+            assert inner["resources"] == ["template.yaml"]
+            inner = yaml.safe_load((GATEKEEPER / profile / rule / "constraint" / "kustomization.yaml").read_text())
+            assert inner["resources"] == ["constraint.yaml"]
 
 
 def test_catalog_case_names_are_unique_identifiers():
@@ -241,33 +253,49 @@ def test_generate_one_profile_keeps_the_others():
     assert code == 0, out
 
 
+def _kustomize(folder: Path, tmp_path: Path) -> list[dict]:
+    out = subprocess.run(
+        [kubectl(), "kustomize", str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_kubectl_kustomize_renders_the_bundle(profile, tmp_path):
-    """What `kubectl apply -k` sends for each install of the profile: every template and constraint once, labelled
-    with its install step, the SyncSet where JobSets are synced, and never a Provider."""
-    assert shutil.which("kubectl"), "kubectl is part of this machine image (Debian package kubectl); it is missing"
+    """What `kubectl apply -k` sends for each install of the profile: templates/ holds every template once and the
+    SyncSet where JobSets are synced, constraints/ every constraint once, both with their Argo CD sync waves (and
+    no dry run for the constraints' kinds, which Gatekeeper creates), the folder itself both, never a Provider."""
     for folder, rules in _variants(profile).items():
-        out = subprocess.run(
-            ["kubectl", "kustomize", str(GATEKEEPER / folder)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "KUBECACHEDIR": str(tmp_path / "kube-cache")},
-        ).stdout
-        rendered = [doc for doc in yaml.safe_load_all(out) if doc]
-        kinds = sorted(doc["kind"] for doc in rendered)
-        assert kinds.count("ConstraintTemplate") == len(rules)
-        assert "Provider" not in kinds
-        syncsets = [d for d in rendered if d["kind"] == "SyncSet"]
+        templates = _kustomize(GATEKEEPER / folder / "templates", tmp_path)
+        assert sorted(d["kind"] for d in templates if d["kind"] != "SyncSet") == ["ConstraintTemplate"] * len(rules)
+        names = {r.id: r.template_name for r in load_catalog()}
+        assert sorted(d["metadata"]["name"] for d in templates if d["kind"] == "ConstraintTemplate") == sorted(
+            names[r] for r in rules
+        )
+        syncsets = [d for d in templates if d["kind"] == "SyncSet"]
         synced = {g["kind"] for d in syncsets for g in d["spec"]["gvks"]}
         assert len(syncsets) <= 1 and ("JobSet" in synced) == (not folder.endswith(EXTERNAL_DATA_VARIANT)), synced
-        constraints = [d for d in rendered if d["apiVersion"].startswith("constraints.gatekeeper.sh/")]
+        constraints = _kustomize(GATEKEEPER / folder / "constraints", tmp_path)
+        assert all(d["apiVersion"] == "constraints.gatekeeper.sh/v1beta1" for d in constraints)
         assert sorted(d["metadata"]["name"] for d in constraints) == sorted(rules)
-        assert len({(d["kind"], d["metadata"]["name"]) for d in rendered}) == len(rendered)
-        steps = {d["kind"]: d["metadata"]["labels"]["trainer-policy.kubeflow.org/install-step"] for d in rendered}
-        assert steps.pop("ConstraintTemplate") == "templates"
-        assert steps.pop("SyncSet", "templates") == "templates"
-        assert set(steps.values()) == {"constraints"}, steps
+        for doc in templates:
+            assert doc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+        for doc in constraints:
+            annotations = doc["metadata"]["annotations"]
+            assert annotations["argocd.argoproj.io/sync-wave"] == "1"
+            assert annotations["argocd.argoproj.io/sync-options"] == "SkipDryRunOnMissingResource=true"
+        both = _kustomize(GATEKEEPER / folder, tmp_path)
+
+        def key(doc: dict) -> tuple[str, str]:
+            return doc["kind"], doc["metadata"]["name"]
+
+        assert sorted(both, key=key) == sorted(templates + constraints, key=key)
+        assert "Provider" not in {d["kind"] for d in both}
+        assert len({(d["kind"], d["metadata"]["name"]) for d in both}) == len(both)
 
 
 @pytest.mark.parametrize("profile", PROFILES)

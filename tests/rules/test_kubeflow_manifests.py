@@ -30,6 +30,21 @@ DISABLED = "trainer.kubeflow.org/webhook-validation"
 PROFILES = [p.name for p in generated_profiles()]
 INSTALLS = [None, EXTERNAL_DATA_VARIANT]
 """The bundle with every rule, and its variant whose override-mutability rule asks the provider."""
+VOLUME_MOUNT = (
+    "spec.runtimeRef: Invalid: must have volumeMount with name - initializer in container dataset-initializer of the "
+    "dataset-initializer job"
+)
+UPSTREAM_DENIES = {
+    "v2.3": {
+        # The example's TrainingRuntime gives its dataset-initializer container no volumeMount at all (its comment
+        # says the dataset is mounted at /workspace/dataset; nothing in the runtime or the Trainer's JobSet builder
+        # mounts it). Trainer v2.3.0's jobset plugin denies the TrainJob for that (kubeflow/trainer#3714,
+        # docs/upstream/checks.md), so the profile must deny it too: an upstream example that the release rejects.
+        "v2.3/05-multi-step.yaml: TrainJob/multi-step-example": [VOLUME_MOUNT],
+    },
+}
+"""{profile: {object: violations}}: shipped objects that the release itself denies, with why. Everything else
+must be admitted."""
 
 
 def _folders(profile: str) -> list[Path]:
@@ -105,14 +120,17 @@ def _denials(
 @pytest.mark.parametrize("profile", PROFILES)
 def test_shipped_manifests_are_admitted(profile: str, variant: str | None):
     """CREATE, an unchanged re-apply (UPDATE) and audit of each shipped object, with the runtimes synced, under
-    every Constraint of the install (the templates' default parameters)."""
+    every Constraint of the install (the templates' default parameters); only what upstream denies is denied."""
     denials = {}
     with GatekeeperRunner(bundle(profile, variant), {}) as runner:
         for folder in _folders(profile):
             runtimes, objects = shipped(folder)
             runner.set_objects(runtimes)
             denials |= _denials(runner, objects)
-    assert denials == {}, "\n".join(f"{label}:\n  " + "\n  ".join(msgs) for label, msgs in denials.items())
+    expected = {f"{mode} {label}": msgs for mode in MODES for label, msgs in UPSTREAM_DENIES.get(profile, {}).items()}
+    unexpected = {k: v for k, v in denials.items() if expected.get(k) != v}
+    assert unexpected == {}, "\n".join(f"{label}:\n  " + "\n  ".join(msgs) for label, msgs in unexpected.items())
+    assert set(denials) == set(expected), sorted(set(expected) - set(denials))
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -35,9 +35,10 @@ commit (read_file id=N).
         trainjob_webhook_test.go TestValidateCreate: kubeflow/trainer@09786c618f82ab617c625545d85b502aa56a9f4f.
         test/integration/webhooks/trainjob_test.go: index 60515280550 (RuntimePatches era; newer than v2.3, see below).
   v2.3  jobset_test.go TestValidate: index 61955559222 (old-or-new suspend rule `... suspended before or after the
-          update`, the atomic-update cases). That file is newer than v2.3.0: its four volumeMount/volumeClaimPolicies
-          initializer cases test a check absent from the v2.3-era jobset.go
-          (panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce) and are not replayed.
+          update`, the atomic-update cases, and the five initializer volumeMount cases of kubeflow/trainer#3714,
+          merged in July 2026 before v2.3.0-rc.1; the file itself is a little newer than the tag: its plugin takes
+          a fourth argument in New). panpan0000/kubeflow-trainer@aa091a02106c0dead7b050338500e2b6dc96f4ce is a
+          v2.3-era jobset.go from before #3714 (docs/upstream/checks.md says why v2.3.0 has the check).
         torch_test.go TestTorchValidate: panpan0000/kubeflow-trainer@aa091a0 (the same ten cases as v2.2's).
         mpi_test.go TestValidate: v2.2's table (@fba7571; no v2.3 copy is stored; the MPI checks did not change).
         torchtune_test.go TestGetModelFromRuntimeRef: kubeflow/trainer@1162cd765754fe1b08e0710c47d1b04623d3b454.
@@ -54,8 +55,10 @@ messages are this project's renderings of the upstream check that produces it.
 
 Not replayed (no admission form, or no rule of this bundle covers it):
   - plugin cases with `info: nil` ("no action when info is nil"): the webhook always builds info.
-  - post-v2.3 checks: jobset volumeMount/volumeClaimPolicies, DRA resourceClaims (runtime webhook and integration),
-    Flux numProcPerNode and flux-installer, the TrainingRuntime deprecation warning (first release unconfirmed).
+  - post-v2.3 checks: DRA resourceClaims (runtime webhook and integration),
+    the TrainingRuntime deprecation warning (first release unconfirmed); and checks no rule has yet (docs/upstream/
+    checks.md gaps P1, P2, P4): Flux flux-installer, Volcano queue/PriorityClass. The XGBoost plugin's table is only
+    stored in a post-v2.3 copy; its reserved-env check is a catalog case of trainjob-ml-policy (checks.md P5).
   - CRD OpenAPI schema checks without a rule here: storageUri patterns, command/args max length, negative
     terminationGracePeriodSeconds, mlPolicy one-of and mpiImplementation enum (test/integration/webhooks/
     trainingruntime_webhook_test.go), negative coscheduling timeout (clustertrainingruntime_webhook_test.go).
@@ -423,6 +426,7 @@ def _jobset_cases(profile: str) -> list[Upstream]:
         ),
     ]
     if v23:
+        cases += _initializer_volume_mount_cases(profile, content_src)
         nodesel = override(profile, "node", {"nodeSelector": {"injected": "by-kueue"}})
         cases += [
             m(
@@ -447,6 +451,62 @@ def _jobset_cases(profile: str) -> list[Upstream]:
             ),
         ]
     return cases
+
+
+def _initializer_volume_mount_cases(profile: str, src: str) -> list[Upstream]:
+    """kubeflow/trainer#3714 (v2.3): a configured initializer's container must mount the volume `initializer`. The
+    passing cases put the volume in the JobSet's volumeClaimPolicies, as the shipped LLM runtimes do; the plugin
+    reads only the container's mounts."""
+    claims = {"volumeClaimPolicies": [{"templates": [{"metadata": {"name": "initializer"}}]}]}
+    mounted = [{"name": "initializer"}]
+
+    def runtime(*jobs: str, mounts: list[dict[str, Any]] | None = mounted, policies: bool = True) -> dict[str, Any]:
+        rt = cluster_runtime([rjob(j, [c(j, **({"volumeMounts": mounts} if mounts else {}))]) for j in jobs])
+        if policies:
+            rt["spec"]["template"]["spec"].update(claims)
+        return rt
+
+    def missing(job: str) -> Err:
+        return Err(
+            RUNTIME_REF,
+            "spec.runtimeRef",
+            "Invalid",
+            f"must have volumeMount with name - initializer in container {job} of the {job} job",
+        )
+
+    def u(name: str, **kw: Any) -> Upstream:
+        return Upstream(profile, src, name, **kw)
+
+    dataset, model = "dataset-initializer", "model-initializer"
+    return [
+        u(
+            "valid dataset initializer with volumeClaimPolicies and volumeMount passes",
+            new=trainjob(spec={"initializer": {"dataset": {}}}),
+            cluster=(runtime(dataset),),
+        ),
+        u(
+            "valid model initializer with volumeClaimPolicies and volumeMount passes",
+            new=trainjob(spec={"initializer": {"model": {}}}),
+            cluster=(runtime(model),),
+        ),
+        u(
+            "valid dataset and model initializers together pass",
+            new=trainjob(spec={"initializer": {"dataset": {}, "model": {}}}),
+            cluster=(runtime(dataset, model),),
+        ),
+        u(
+            "must have volumeMount with name - initializer in the dataset initializer container",
+            new=trainjob(spec={"initializer": {"dataset": {}}}),
+            cluster=(runtime(dataset, mounts=None, policies=False),),
+            expected=(missing(dataset),),
+        ),
+        u(
+            "must have volumeMount with name - initializer in the model initializer container",
+            new=trainjob(spec={"initializer": {"model": {}}}),
+            cluster=(runtime(model, mounts=None, policies=False),),
+            expected=(missing(model),),
+        ),
+    ]
 
 
 # --- torch and mpi plugin TestValidate (v2.2 table; replayed for v2.3 too) ------------------------------------------
@@ -764,15 +824,31 @@ ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 def jobset_wrapper_jobs(*, launcher: bool = False) -> list[dict[str, Any]]:
     """MakeJobSetWrapper(ns, name).Spec.ReplicatedJobs: dataset-initializer, model-initializer and node, each with
-    its ancestor label and its container (the wrapper's volumes and mounts matter to no rule and are left out);
-    LauncherReplica() inserts an unlabelled `launcher` (container node) before node. Replicas is 0 until set."""
+    its ancestor label and its container; the initializer containers mount the volume `initializer` (v2.3 checks
+    that; the wrapper's volumes matter to no rule and are left out). LauncherReplica() inserts an unlabelled
+    `launcher` (container node) before node. Replicas is 0 until set."""
+    mounts = {
+        "dataset-initializer": [{"name": "initializer", "mountPath": "/workspace/dataset"}],
+        "model-initializer": [{"name": "initializer", "mountPath": "/workspace/model"}],
+    }
     jobs = [
         {
             "name": name,
             "groupName": "default",
             "template": {
                 "metadata": {"labels": {ANCESTOR: ancestor}},
-                "spec": {"template": {"spec": {"containers": [{"name": container}]}}},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": container,
+                                    **({"volumeMounts": mounts[container]} if container in mounts else {}),
+                                }
+                            ]
+                        }
+                    }
+                },
             },
         }
         for name, ancestor, container in (
@@ -1635,6 +1711,6 @@ def test_upstream_case(tmp_path, case: Upstream):
 def test_every_profile_replays_upstream_cases():
     """Each profile replays the tables of its own release line; every id is unique."""
     counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.0", "v2.1", "v2.2", "v2.3")}
-    assert counts == {"v2.0": 67, "v2.1": 39, "v2.2": 75, "v2.3": 82}, counts
+    assert counts == {"v2.0": 67, "v2.1": 39, "v2.2": 75, "v2.3": 87}, counts
     assert len({c.id for c in CASES}) == len(CASES)
     assert {c.profile for c in CASES} == {p.name for p in generated_profiles()}

@@ -5,1286 +5,878 @@ package trainerruntimereservedreplicas
 
 # Reserved jobs with replicas 1 or unset (1).
 test_reserved_jobs_with_one_replica if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"replicas": 1,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"replicas": 1,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "e81ae76a-3535-5f37-8717-042bcbdc0594",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "model-initializer",
+							"replicas": 1,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"replicas": 1,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "node",
+								}]}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "e81ae76a-3535-5f37-8717-042bcbdc0594",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # A trainer-ancestor job with 2 replicas: Invalid.
 test_trainer_two_replicas if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "6bc33f00-8b79-5fb3-a0ea-13f468f47781",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "6bc33f00-8b79-5fb3-a0ea-13f468f47781",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # Each reserved job is reported at its own index.
 test_initializers_each_reported if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"replicas": 3,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"replicas": 0,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"replicas": 1,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"replicas": 3,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "c493a0be-fee0-5cf5-99be-b5479b0f5167",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "model-initializer",
+							"replicas": 0,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"replicas": 1,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "node",
+								}]}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "c493a0be-fee0-5cf5-99be-b5479b0f5167",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}, {"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[1].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[1].replicas: Invalid: always must be 1"}}
 }
 
 # Jobs with other or no ancestor labels are not checked.
 test_unlabelled_jobs_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "workers",
+							"replicas": 4,
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "workers",
+							}]}}}},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "workers",
-										"replicas": 4,
-										"template": {
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "workers",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "ps",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "other",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "ps",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "ps",
+							"replicas": 2,
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "other"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "ps",
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "933365e3-1b33-5239-ba01-305bfbc70817",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "node",
+								}]}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "933365e3-1b33-5239-ba01-305bfbc70817",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # replicas: null is unset.
 test_null_replicas_defaults_to_one if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": null,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": null,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "b992a578-be4e-58c8-b8e6-41648ebc127c",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "b992a578-be4e-58c8-b8e6-41648ebc127c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # v2.0: a job named launcher is reserved; later profiles check ancestor labels only.
 test_launcher_name_is_reserved_in_v2_0 if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "launcher",
+							"replicas": 2,
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "launcher",
+							}]}}}},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "launcher",
-										"replicas": 2,
-										"template": {
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "launcher",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "node",
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "2c25223a-eca5-5195-8995-17bffd5c8e01",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "2c25223a-eca5-5195-8995-17bffd5c8e01",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # ClusterTrainingRuntime is checked the same way.
 test_cluster_runtime_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"name": "torch-distributed",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "d4fa39ee-1561-58df-9c0b-def7acf0383d",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "d4fa39ee-1561-58df-9c0b-def7acf0383d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # UPDATE is checked too (upstream checks TrainingRuntime on CREATE only).
 test_update_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 1,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "d330f655-5287-5e20-b142-c738379fc247",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 1,
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					}]}},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "d330f655-5287-5e20-b142-c738379fc247",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # Audit reports existing runtimes.
 test_audit_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
 			},
-		}
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					}]}},
+				},
+			},
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # DELETE is not checked.
 test_delete_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 2,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
-						},
-					},
-				},
-				"operation": "DELETE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "DeleteOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 2,
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					}]}},
+				},
+			},
+			"operation": "DELETE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "DeleteOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # v2.3 honours trainer.kubeflow.org/webhook-validation: disabled; earlier profiles ignore it.
 test_validation_disabled_label if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"labels": {"trainer.kubeflow.org/webhook-validation": "disabled"},
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"labels": {
-							"trainer.kubeflow.org/webhook-validation": "disabled",
-						},
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [{
+						"name": "node",
+						"replicas": 3,
 						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "node",
-										"replicas": 3,
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "83cb34e0-5627-5f82-bff8-a6c3f5d43be1",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					}]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "83cb34e0-5627-5f82-bff8-a6c3f5d43be1",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "always must be 1", "field": "spec.template.spec.replicatedJobs[0].replicas", "type": "Invalid"}, "msg": "spec.template.spec.replicatedJobs[0].replicas: Invalid: always must be 1"}}
 }
 
 # v2.1+: an ancestor-labelled job needs its container (node, dataset-initializer, model-initializer); an initContainer does not count.
 test_ancestor_requires_container if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "torch-distributed",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainingRuntime",
+				"metadata": {
+					"name": "torch-distributed",
+					"namespace": "team-a",
 				},
-				"name": "torch-distributed",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainingRuntime",
-					"metadata": {
-						"name": "torch-distributed",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
+				"spec": {
+					"mlPolicy": {"numNodes": 1},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [{
+										"image": "busybox",
+										"name": "worker",
+									}],
+									"initContainers": [{
+										"image": "busybox",
 										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "worker",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "helper",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "something-else",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [],
-													},
-												},
-											},
-										},
-									},
-								],
+									}],
+								}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "42b1f76c-c049-5764-9930-54f4bc4bde62",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": []}}},
+							},
+						},
+						{
+							"name": "helper",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "something-else"}},
+								"spec": {"template": {"spec": {"containers": []}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "42b1f76c-c049-5764-9930-54f4bc4bde62",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }

@@ -5,1977 +5,1379 @@ package trainertrainjobimmutablefields
 
 # Nothing changed.
 test_unchanged_allowed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f4beba99-f712-5bcf-994c-3317958b3395",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f4beba99-f712-5bcf-994c-3317958b3395",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # runtimeRef is immutable in every profile (v2.0/v2.1 `runtimeRef is immutable`, v2.2+ `field is immutable`).
 test_runtime_ref_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0332eaaa-73a3-5497-af10-96b385ec8186",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0332eaaa-73a3-5497-af10-96b385ec8186",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "runtimeRef is immutable", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: runtimeRef is immutable"}}
 }
 
 # v2.2+: spec.trainer is immutable as a whole (numNodes may change before v2.2).
 test_trainer_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 3,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "da9181ad-7716-5820-80b8-de664c09e40e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 3},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "da9181ad-7716-5820-80b8-de664c09e40e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # v2.2+: spec.initializer is immutable.
 test_initializer_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://b",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://a",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b3d1106a-e881-5252-8971-cd8c82847d46",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://b"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://a"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b3d1106a-e881-5252-8971-cd8c82847d46",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # v2.2+: spec.activeDeadlineSeconds is immutable (the field does not exist before).
 test_active_deadline_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"activeDeadlineSeconds": 120,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"activeDeadlineSeconds": 60,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "14b92c08-0051-5d13-9aff-596fbff6ecc5",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"activeDeadlineSeconds": 120,
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"activeDeadlineSeconds": 60,
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "14b92c08-0051-5d13-9aff-596fbff6ecc5",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # Setting a field that was unset is not a change to a CEL transition rule.
 test_initializer_added if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://a",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "33b4b16f-3712-5666-9b20-4d68c80bcc2a",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://a"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "33b4b16f-3712-5666-9b20-4d68c80bcc2a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # CREATE has no old object.
 test_create_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5808a31c-23a3-5828-b16f-e909da1c050b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5808a31c-23a3-5828-b16f-e909da1c050b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"other": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "other"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # Audit has no old object: transition rules never fire.
 test_audit_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"other": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "other"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }

@@ -5,4908 +5,3148 @@ package trainertrainjoboverridemutability
 
 # CREATE is never checked, even unsuspended with an active JobSet.
 test_create_is_never_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "51c0617c-747f-5d1a-9f91-0c4c11b1a5ab",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # Overrides unchanged: allowed whatever else or the JobSet state.
 test_unchanged_overrides_allowed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "00220e4a-3d0c-59d7-a8e1-3cb93e99916c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # An absent list, null and [] are equal.
 test_absent_null_and_empty_are_equal if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "11cba620-376e-5291-a31b-c66b9b6232d8",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "11cba620-376e-5291-a31b-c66b9b6232d8",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # null and [] are equal.
 test_null_equals_empty if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": null,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "c2d9da17-6f28-51f4-a0d1-fce6ad170480",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": null,
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c2d9da17-6f28-51f4-a0d1-fce6ad170480",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # 1 == 1000m and 1Gi == 1024Mi: no change.
 test_quantities_compare_by_value if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1000m",
-												"memory": "1024Mi",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1",
-												"memory": "1Gi",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bb41994b-ff1a-591e-aff5-1597d6189272",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {
+								"cpu": "1000m",
+								"memory": "1024Mi",
+							}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {
+								"cpu": "1",
+								"memory": "1Gi",
+							}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bb41994b-ff1a-591e-aff5-1597d6189272",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # 2 != 1000m: a change, refused while running unsuspended.
 test_quantity_value_change_is_a_change if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "2",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"containers": [
-									{
-										"name": "node",
-										"resources": {
-											"requests": {
-												"cpu": "1000m",
-											},
-										},
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "3f6a6d03-44e9-503d-a322-0f23026f8b5c",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {"cpu": "2"}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{
+							"name": "node",
+							"resources": {"requests": {"cpu": "1000m"}},
+						}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "3f6a6d03-44e9-503d-a322-0f23026f8b5c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # The list is atomic: reordering entries is a change.
 test_order_matters if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"targetJobs": [
-									{
-										"name": "launcher",
-									},
-								],
-							},
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+				"spec": {
+					"podSpecOverrides": [
+						{"targetJobs": [{"name": "launcher"}]},
+						{
+							"schedulingGates": [{"name": "a"}],
+							"targetJobs": [{"name": "node"}],
 						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-							{
-								"targetJobs": [
-									{
-										"name": "launcher",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5588b844-a0db-5f86-adab-21912b097e26",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [
+						{
+							"schedulingGates": [{"name": "a"}],
+							"targetJobs": [{"name": "node"}],
 						},
-					},
+						{"targetJobs": [{"name": "launcher"}]},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5588b844-a0db-5f86-adab-21912b097e26",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # Changed without suspend: Forbidden (the JobSet is not consulted).
 test_changed_while_not_suspended if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bdb40a78-e9f3-5892-8108-a748b5e70670",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bdb40a78-e9f3-5892-8108-a748b5e70670",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # suspend: "true" (a string) is not suspended.
 test_suspend_must_be_exactly_true if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": "true",
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": "true",
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7e8dd1ff-8a9a-58de-bae3-5bd68148551b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # Changing overrides and suspending in one request passes.
 test_change_and_suspend_in_one_request if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "54cef028-f3f9-546d-85d9-5a44f497bfe2",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "54cef028-f3f9-546d-85d9-5a44f497bfe2",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # Changing overrides and unsuspending in one request: denied in v2.0 (new object only); allowed from v2.3 (old object suspended) while the JobSet does not exist.
 test_change_and_unsuspend_in_one_request if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "1fcc07a8-dc22-5ad2-9c8c-9c094457b329",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "PodSpecOverrides can only be modified when the TrainJob is suspended", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides can only be modified when the TrainJob is suspended"}}
 }
 
 # A JobSet that does not exist is inactive.
 test_suspended_jobset_not_found if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0cc343bb-1be9-5b6d-85a2-fda5ab0eb77a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+					{
+						"name": "launcher",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # ready, succeeded, failed and suspended are ignored; active 0 passes.
 test_suspended_only_active_counts if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "76b15898-229f-5b5c-9b8b-acfb60bd2050",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # One Forbidden per active replicated job, in status order.
 test_suspended_one_violation_per_active_job if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "a",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "a"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f3a5dca9-77cb-5444-a2e5-9c8f7a13df6e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "dataset-initializer",
-											"replicas": 1,
-										},
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-										{
-											"name": "launcher",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 0,
-											"name": "dataset-initializer",
-											"ready": 0,
-											"succeeded": 1,
-											"suspended": 0,
-										},
-										{
-											"active": 4,
-											"failed": 0,
-											"name": "node",
-											"ready": 0,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-										{
-											"active": 1,
-											"failed": 0,
-											"name": "launcher",
-											"ready": 0,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"replicas": 1,
+					},
+					{
+						"name": "node",
+						"replicas": 1,
+					},
+					{
+						"name": "launcher",
+						"replicas": 1,
+					},
+				]},
+				"status": {"replicatedJobsStatus": [
+					{
+						"active": 0,
+						"failed": 0,
+						"name": "dataset-initializer",
+						"ready": 0,
+						"succeeded": 1,
+						"suspended": 0,
+					},
+					{
+						"active": 4,
+						"failed": 0,
+						"name": "node",
+						"ready": 0,
+						"succeeded": 0,
+						"suspended": 0,
+					},
+					{
+						"active": 1,
+						"failed": 0,
+						"name": "launcher",
+						"ready": 0,
+						"succeeded": 0,
+						"suspended": 0,
+					},
+				]},
+			}}}}},
 		}
 	result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}, {"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob launcher is still active"}}
 }
 
 # Audit (no operation, no oldObject): the transition rule does not fire.
 test_audit_has_no_transition if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "b",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "b"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # B: schedulingGates are set freely at CREATE.
 test_create_with_scheduling_gate if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "97df7b02-5887-51b2-8a1a-4a920c18d79b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "97df7b02-5887-51b2-8a1a-4a920c18d79b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # B: Kueue injects its gate while the TrainJob is suspended.
 test_kueue_1_inject_gate_while_suspended if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "d4b9d243-bbff-57d4-80fd-ca05752b27f7",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "d4b9d243-bbff-57d4-80fd-ca05752b27f7",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # B: Kueue removes the gate and injects a nodeSelector.
 test_kueue_2_remove_gate_add_node_selector if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "573e80b6-eac7-5ead-8933-ea8045ab7a46",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "573e80b6-eac7-5ead-8933-ea8045ab7a46",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # B: Kueue unsuspends; the overrides do not change.
 test_kueue_3_unsuspend if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": false,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"nodeSelector": {
-									"pool": "a100",
-								},
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "145248e9-c23c-5946-97e8-35b57e15148e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": false,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"nodeSelector": {"pool": "a100"},
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "145248e9-c23c-5946-97e8-35b57e15148e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 0,
-											"failed": 2,
-											"name": "node",
-											"ready": 3,
-											"succeeded": 1,
-											"suspended": 1,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 0,
+					"failed": 2,
+					"name": "node",
+					"ready": 3,
+					"succeeded": 1,
+					"suspended": 1,
+				}]},
+			}}}}},
 		}
 	result == set()
 }
 
 # B: a schedulingGates change while the JobSet runs is refused.
 test_gate_change_while_jobset_active if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"schedulingGates": [
-									{
-										"name": "kueue.x-k8s.io/admission",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"podSpecOverrides": [{
+						"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "355a821d-9a91-5ad2-adcf-491e8d1dfcf4",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+			"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-			},
-			"namespace": {
-				"team-a": {
-					"jobset.x-k8s.io/v1alpha2": {
-						"JobSet": {
-							"job": {
-								"apiVersion": "jobset.x-k8s.io/v1alpha2",
-								"kind": "JobSet",
-								"metadata": {
-									"name": "job",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"replicatedJobs": [
-										{
-											"name": "node",
-											"replicas": 1,
-										},
-									],
-								},
-								"status": {
-									"replicatedJobsStatus": [
-										{
-											"active": 2,
-											"failed": 0,
-											"name": "node",
-											"ready": 2,
-											"succeeded": 0,
-											"suspended": 0,
-										},
-									],
-								},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+						{
+							"name": "launcher",
+							"template": {"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}}},
+						},
+					]}},
 				},
-			},
+			}}}},
+			"namespace": {"team-a": {"jobset.x-k8s.io/v1alpha2": {"JobSet": {"job": {
+				"apiVersion": "jobset.x-k8s.io/v1alpha2",
+				"kind": "JobSet",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"replicatedJobs": [{
+					"name": "node",
+					"replicas": 1,
+				}]},
+				"status": {"replicatedJobsStatus": [{
+					"active": 2,
+					"failed": 0,
+					"name": "node",
+					"ready": 2,
+					"succeeded": 0,
+					"suspended": 0,
+				}]},
+			}}}}},
 		}
 	result == {{"details": {"detail": "PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active", "field": "spec.podSpecOverrides", "type": "Forbidden"}, "msg": "spec.podSpecOverrides: Forbidden: PodSpecOverrides cannot be modified when the JobSet's ReplicatedJob node is still active"}}
 }

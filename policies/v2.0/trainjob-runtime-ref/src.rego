@@ -14,16 +14,20 @@
 #   what upstream prints); a kind with no objects in the inventory is reported as not synced (Internal)
 #   instead of claiming the runtime is missing. As upstream, a missing runtime is the only error. Then:
 #   spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an
-#   (init)container of that name; each override entry (v2.0 podSpecOverrides, v2.1 podTemplateOverrides,
-#   v2.2+ each runtimePatches replicated job) must target an existing job, its initContainer and
-#   container overrides must name (init)containers of that job, and containers node, dataset-initializer
-#   and model-initializer must not get env. Container names are checked against the runtime template
-#   BEFORE the overrides are merged: upstream merges first (strategic merge by name), so a container it
-#   lacks is added and never reported; this project does not copy that order. v2.0 reports a targetJob
-#   named more than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1
-#   also report the container overrides of a missing target (upstream does not `continue`), v2.2+ skip
-#   them and use the detail `must not have replicated job that doesn't exist in the runtime job
-#   template`. v2.2+ check each patch's manager with apimachinery's IsDomainPrefixedPath at
+#   (init)container of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that
+#   mounts the volume `initializer` (`must have volumeMount with name - initializer in container <c> of
+#   the <job> job`; checked only once the job and container exist; an initContainer's mount does not
+#   count; a runtimePatch of that container that adds the mount counts, since upstream validates the
+#   merged template); each override entry (v2.0 podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each
+#   runtimePatches replicated job) must target an existing job, its initContainer and container
+#   overrides must name (init)containers of that job, and containers node, dataset-initializer and
+#   model-initializer must not get env. Container names are checked against the runtime template BEFORE
+#   the overrides are merged: upstream merges first (strategic merge by name), so a container it lacks
+#   is added and never reported; this project does not copy that order. v2.0 reports a targetJob named
+#   more than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1 also
+#   report the container overrides of a missing target (upstream does not `continue`), v2.2+ skip them
+#   and use the detail `must not have replicated job that doesn't exist in the runtime job template`.
+#   v2.2+ check each patch's manager with apimachinery's IsDomainPrefixedPath at
 #   spec.runtimePatches.manager (messages read from apimachinery's validation code). The
 #   ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef`
 #   typo.

@@ -5,4067 +5,3599 @@ package trainertrainjobruntimeref
 
 # runtimeRef with only a name: kind defaults to ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org.
 test_cluster_runtime_found if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
+				"spec": {"runtimeRef": {"name": "torch-distributed"}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "10afc163-8d12-543f-9868-3f027547c193",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "10afc163-8d12-543f-9868-3f027547c193",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # The overrides field is not a list (the CRD schema refuses it first): no override to check.
 test_overrides_not_a_list if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": "not-a-list",
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "10313eac-0aec-5d6b-9d1a-07f1389298d9",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": "not-a-list",
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "10313eac-0aec-5d6b-9d1a-07f1389298d9",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # A TrainingRuntime is looked up in the TrainJob's namespace.
 test_training_runtime_in_namespace if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
+				"spec": {"runtimeRef": {
+					"kind": "TrainingRuntime",
+					"name": "ns-runtime",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "753e1b58-abd2-5ef0-ad76-f9a03cecd4af",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"namespace": {"team-a": {"trainer.kubeflow.org/v1alpha1": {"TrainingRuntime": {"ns-runtime": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "TrainingRuntime",
+			"metadata": {
+				"name": "ns-runtime",
 				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "ns-runtime",
+			},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "753e1b58-abd2-5ef0-ad76-f9a03cecd4af",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"namespace": {
-				"team-a": {
-					"trainer.kubeflow.org/v1alpha1": {
-						"TrainingRuntime": {
-							"ns-runtime": {
-								"apiVersion": "trainer.kubeflow.org/v1alpha1",
-								"kind": "TrainingRuntime",
-								"metadata": {
-									"name": "ns-runtime",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"mlPolicy": {
-										"numNodes": 1,
-										"torch": {
-											"numProcPerNode": "auto",
-										},
-									},
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "dataset-initializer",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "model-initializer",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "node",
-																		},
-																		{
-																			"image": "busybox",
-																			"name": "sidecar",
-																		},
-																	],
-																	"initContainers": [
-																		{
-																			"image": "busybox",
-																			"name": "setup",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}}
 	result == set()
 }
 
 # A TrainingRuntime of another namespace is not found (upstream's NotFound text names the Kind).
 test_training_runtime_other_namespace if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "ns-runtime",
+				"spec": {"runtimeRef": {
+					"kind": "TrainingRuntime",
+					"name": "ns-runtime",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "85b885e5-d31b-5e54-90e4-f9f3dd64bf45",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"namespace": {"team-b": {"trainer.kubeflow.org/v1alpha1": {"TrainingRuntime": {"ns-runtime": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "TrainingRuntime",
+			"metadata": {
+				"name": "ns-runtime",
+				"namespace": "team-b",
+			},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "85b885e5-d31b-5e54-90e4-f9f3dd64bf45",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"namespace": {
-				"team-b": {
-					"trainer.kubeflow.org/v1alpha1": {
-						"TrainingRuntime": {
-							"ns-runtime": {
-								"apiVersion": "trainer.kubeflow.org/v1alpha1",
-								"kind": "TrainingRuntime",
-								"metadata": {
-									"name": "ns-runtime",
-									"namespace": "team-b",
-								},
-								"spec": {
-									"mlPolicy": {
-										"numNodes": 1,
-										"torch": {
-											"numProcPerNode": "auto",
-										},
-									},
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "dataset-initializer",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "model-initializer",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "node",
-																		},
-																		{
-																			"image": "busybox",
-																			"name": "sidecar",
-																		},
-																	],
-																	"initContainers": [
-																		{
-																			"image": "busybox",
-																			"name": "setup",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}}
 	result == {{"details": {"detail": "TrainingRuntime.trainer.kubeflow.org \"ns-runtime\" not found: specified trainingRuntime must be created before the TrainJob is created", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: TrainingRuntime.trainer.kubeflow.org \"ns-runtime\" not found: specified trainingRuntime must be created before the TrainJob is created"}}
 }
 
 # A missing ClusterTrainingRuntime (reported at spec.runtimeRef; upstream's `spec.RuntimeRef` typo not copied).
 test_cluster_runtime_not_found if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "missing",
+				"spec": {"runtimeRef": {"name": "missing"}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5c6f066b-fd4b-5cbf-af4b-725766868609",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"other-runtime": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "other-runtime"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5c6f066b-fd4b-5cbf-af4b-725766868609",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other-runtime": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other-runtime",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created"}}
 }
 
 # No ClusterTrainingRuntime in data.inventory at all: the violation says the kind is not synced.
 test_runtime_kinds_not_synced if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "274b61ee-f6e0-5c1d-8ff5-912d84282942",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"runtimeRef": {"name": "torch-distributed"}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "274b61ee-f6e0-5c1d-8ff5-912d84282942",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ClusterTrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read", "field": "spec.runtimeRef", "type": "Internal"}, "msg": "spec.runtimeRef: Internal: ClusterTrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read"}}
 }
 
 # ClusterTrainingRuntimes synced but no TrainingRuntime anywhere: that kind is not synced.
 test_training_runtime_kind_not_synced if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "torch-distributed",
+				"spec": {"runtimeRef": {
+					"kind": "TrainingRuntime",
+					"name": "torch-distributed",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "500e9cfa-0ce0-5389-a1fc-1936f3e77174",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "500e9cfa-0ce0-5389-a1fc-1936f3e77174",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "TrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read", "field": "spec.runtimeRef", "type": "Internal"}, "msg": "spec.runtimeRef: Internal: TrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read"}}
 }
 
 # A kind other than (Cluster)TrainingRuntime.trainer.kubeflow.org: `unsupported runtime: <kind>.<group>`.
 test_unsupported_runtime_kind if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"apiGroup": "jobset.x-k8s.io",
-							"kind": "JobSet",
-							"name": "torch-distributed",
+				"spec": {"runtimeRef": {
+					"apiGroup": "jobset.x-k8s.io",
+					"kind": "JobSet",
+					"name": "torch-distributed",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "35948d23-df65-535d-8d5e-5803077f4c96",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "35948d23-df65-535d-8d5e-5803077f4c96",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "unsupported runtime: JobSet.jobset.x-k8s.io", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: unsupported runtime: JobSet.jobset.x-k8s.io"}}
 }
 
 # apiGroup "" prints the kind alone (Kubernetes GroupKind.String()).
 test_unsupported_runtime_empty_group if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"apiGroup": "",
-							"kind": "TrainingRuntime",
-							"name": "torch-distributed",
+				"spec": {"runtimeRef": {
+					"apiGroup": "",
+					"kind": "TrainingRuntime",
+					"name": "torch-distributed",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a29dea5c-7d1e-506b-a1ef-781658e13f1e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a29dea5c-7d1e-506b-a1ef-781658e13f1e",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "unsupported runtime: TrainingRuntime", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: unsupported runtime: TrainingRuntime"}}
 }
 
 # trainingruntime (lower case) is unsupported.
 test_runtime_kind_is_case_sensitive if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "trainingruntime",
-							"name": "torch-distributed",
+				"spec": {"runtimeRef": {
+					"kind": "trainingruntime",
+					"name": "torch-distributed",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f89674d7-641c-5ba9-bae3-f49550b69643",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f89674d7-641c-5ba9-bae3-f49550b69643",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "unsupported runtime: trainingruntime.trainer.kubeflow.org", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: unsupported runtime: trainingruntime.trainer.kubeflow.org"}}
 }
 
 # Upstream returns only the NotFound error: overrides and initializers are not checked.
 test_missing_runtime_stops_other_checks if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {},
+				"spec": {
+					"initializer": {"dataset": {}},
+					"podSpecOverrides": [{"targetJobs": [{"name": "ghost"}]}],
+					"runtimeRef": {"name": "missing"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "ae8b606e-74c6-5890-ba5f-eb1a4e038974",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
-						"podSpecOverrides": [
-							{
-								"targetJobs": [
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "ghost",
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-							},
-						],
-						"runtimeRef": {
-							"name": "missing",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "ae8b606e-74c6-5890-ba5f-eb1a4e038974",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created"}}
 }
 
-# Dataset and model initializers with their jobs and containers.
+# Dataset and model initializers with their jobs and containers, each mounting the volume `initializer`.
 test_initializers_present if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"initializer": {
+						"dataset": {"storageUri": "hf://d"},
+						"model": {"storageUri": "hf://m"},
 					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://d",
-							},
-							"model": {
-								"storageUri": "hf://m",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f5fe632f-44de-5e52-8957-0feece341e84",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f5fe632f-44de-5e52-8957-0feece341e84",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # spec.initializer.dataset set ({} counts) and no dataset-initializer job.
 test_dataset_initializer_job_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f5cbb1a0-977f-575d-a04f-9c0ea0e424ba",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {}},
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f5cbb1a0-977f-575d-a04f-9c0ea0e424ba",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [{
+					"name": "node",
+					"template": {
+						"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+						"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}},
+					},
+				}]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have dataset-initializer job when trainJob is configured with input datasetConfig", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have dataset-initializer job when trainJob is configured with input datasetConfig"}}
 }
 
 # spec.initializer.model set and no model-initializer job; dataset null is unset.
 test_model_initializer_job_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"initializer": {
+						"dataset": null,
+						"model": {"storageUri": "hf://m"},
 					},
-					"spec": {
-						"initializer": {
-							"dataset": null,
-							"model": {
-								"storageUri": "hf://m",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "08f4e327-02f2-593a-a695-1d5137cd94d3",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "08f4e327-02f2-593a-a695-1d5137cd94d3",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [{
+					"name": "node",
+					"template": {
+						"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+						"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}},
+					},
+				}]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have model-initializer job when trainJob is configured with input modelConfig", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have model-initializer job when trainJob is configured with input modelConfig"}}
 }
 
 # The initializer jobs exist but have no container of their name.
 test_initializer_containers_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"initializer": {
+						"dataset": {},
+						"model": {},
 					},
-					"spec": {
-						"initializer": {
-							"dataset": {},
-							"model": {},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a92764af-b612-59ae-b1aa-b174d0a2c453",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "loader",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "loader",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a92764af-b612-59ae-b1aa-b174d0a2c453",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "loader",
+						}]}}}},
+					},
+					{
+						"name": "model-initializer",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "loader",
+						}]}}}},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must have container with name - dataset-initializer in the dataset-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have container with name - dataset-initializer in the dataset-initializer job"}, {"details": {"detail": "must have container with name - model-initializer in the model-initializer job", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: must have container with name - model-initializer in the model-initializer job"}}
 }
 
-# An initContainer named dataset-initializer satisfies the container check.
+# An initContainer named dataset-initializer satisfies the container check (v2.3 then asks for the volumeMount on a main container of that name: initializer_volume_mount_on_init_container).
 test_initializer_init_container_counts if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "c69996f1-f45a-5154-a79e-973832024f3d",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {}},
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "loader",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c69996f1-f45a-5154-a79e-973832024f3d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {"spec": {"template": {"spec": {
+							"containers": [{
+								"image": "busybox",
+								"name": "loader",
+							}],
+							"initContainers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}],
+						}}}},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # Overrides of existing jobs and containers (a container override may name an initContainer), env on a non-reserved container, empty env on node.
 test_overrides_fit_the_runtime if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podSpecOverrides": [
+						{
+							"containers": [
+								{
+									"env": [{
+										"name": "A",
+										"value": "1",
+									}],
+									"name": "sidecar",
+								},
+								{
+									"env": [],
+									"name": "node",
+								},
+								{"name": "setup"},
+							],
+							"initContainers": [{"name": "setup"}],
+							"targetJobs": [{"name": "node"}],
+						},
+						{"targetJobs": [{"name": "dataset-initializer"}]},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "ef4e8b8a-d3f5-557f-9d3f-0d96428e264c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
 					},
-					"spec": {
-						"podSpecOverrides": [
-							{
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
 								"containers": [
 									{
-										"env": [
-											{
-												"name": "A",
-												"value": "1",
-											},
-										],
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
 										"name": "sidecar",
 									},
-									{
-										"env": [],
-										"name": "node",
-									},
-									{
-										"name": "setup",
-									},
 								],
-								"initContainers": [
-									{
-										"name": "setup",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-							{
-								"targetJobs": [
-									{
-										"name": "dataset-initializer",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "ef4e8b8a-d3f5-557f-9d3f-0d96428e264c",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == set()
 }
 
 # A target job the runtime lacks.
 test_override_target_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podSpecOverrides": [{"targetJobs": [{"name": "ghost"}]}],
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "abb8f919-5cec-5697-ae96-cec77701351f",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
 					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"targetJobs": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "ghost",
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "abb8f919-5cec-5697-ae96-cec77701351f",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have targetJob that doesn't exist in the runtime job template", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have targetJob that doesn't exist in the runtime job template"}}
 }
 
 # v2.0/v2.1 do not `continue` after a missing targetJob, so its container overrides are reported too; v2.2+ skip them.
 test_override_target_missing_with_containers if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{"name": "node"}],
+						"initContainers": [{"name": "x"}],
+						"targetJobs": [{"name": "ghost"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "8ab79442-5c76-5a22-bea5-def82d001d9d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
 					},
-					"spec": {
-						"podSpecOverrides": [
-							{
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
 								"containers": [
 									{
+										"image": "busybox",
 										"name": "node",
 									},
-								],
-								"initContainers": [
 									{
-										"name": "x",
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-								"targetJobs": [
-									{
-										"name": "ghost",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "8ab79442-5c76-5a22-bea5-def82d001d9d",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have targetJob that doesn't exist in the runtime job template", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have targetJob that doesn't exist in the runtime job template"}, {"details": {"detail": "must not have container that doesn't exist in the runtime job ghost", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have container that doesn't exist in the runtime job ghost"}, {"details": {"detail": "must not have initContainer that doesn't exist in the runtime job ghost", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have initContainer that doesn't exist in the runtime job ghost"}}
 }
 
 # A container the runtime's job lacks: checked before merging (upstream merges first and lets it through).
 test_override_container_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podSpecOverrides": [{
+						"containers": [{"name": "ghost"}],
+						"targetJobs": [{"name": "node"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a0dc2631-83df-5cdb-8381-992b90d61f34",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
 					},
-					"spec": {
-						"podSpecOverrides": [
-							{
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
 								"containers": [
 									{
-										"name": "ghost",
-									},
-								],
-								"targetJobs": [
-									{
+										"image": "busybox",
 										"name": "node",
 									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
 								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a0dc2631-83df-5cdb-8381-992b90d61f34",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have container that doesn't exist in the runtime job node", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have container that doesn't exist in the runtime job node"}}
 }
 
 # An initContainer the runtime's job lacks.
 test_override_init_container_missing if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"initContainers": [
-									{
-										"name": "ghost",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "dataset-initializer",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a52e7c27-40f9-5665-968c-e889158db212",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [{
+						"initContainers": [{"name": "ghost"}],
+						"targetJobs": [{"name": "dataset-initializer"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a52e7c27-40f9-5665-968c-e889158db212",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have initContainer that doesn't exist in the runtime job dataset-initializer", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have initContainer that doesn't exist in the runtime job dataset-initializer"}}
 }
 
 # env on node, dataset-initializer or model-initializer (one collapsed error).
 test_override_env_on_reserved_containers if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"containers": [
-									{
-										"env": [
-											{
-												"name": "A",
-												"value": "1",
-											},
-										],
-										"name": "node",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-							{
-								"containers": [
-									{
-										"env": [
-											{
-												"name": "B",
-											},
-										],
-										"name": "model-initializer",
-									},
-								],
-								"targetJobs": [
-									{
-										"name": "model-initializer",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+				"spec": {
+					"podSpecOverrides": [
+						{
+							"containers": [{
+								"env": [{
+									"name": "A",
+									"value": "1",
+								}],
+								"name": "node",
+							}],
+							"targetJobs": [{"name": "node"}],
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b3eac8eb-d7de-5a70-88ea-14bf8fe86e16",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"containers": [{
+								"env": [{"name": "B"}],
+								"name": "model-initializer",
+							}],
+							"targetJobs": [{"name": "model-initializer"}],
+						},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b3eac8eb-d7de-5a70-88ea-14bf8fe86e16",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have envs for the dataset-initializer, model-initializer, node containers", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have envs for the dataset-initializer, model-initializer, node containers"}}
 }
 
 # v2.0: a targetJob named again (across or within entries) is a Duplicate; later profiles allow it.
 test_override_duplicate_target if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-								],
-							},
-							{
-								"targetJobs": [
-									{
-										"name": "node",
-									},
-									{
-										"name": "dataset-initializer",
-									},
-									{
-										"name": "node",
-									},
-								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7fc3c08b-79fe-536f-817a-387dba833a93",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"podSpecOverrides": [
+						{"targetJobs": [{"name": "node"}]},
+						{"targetJobs": [
+							{"name": "node"},
+							{"name": "dataset-initializer"},
+							{"name": "node"},
+						]},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7fc3c08b-79fe-536f-817a-387dba833a93",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "\"node\"", "field": "spec.podSpecOverrides", "type": "Duplicate"}, "msg": "spec.podSpecOverrides: Duplicate: \"node\""}}
 }
 
 # UPDATE is checked too (a suspended TrainJob, whose overrides may change).
 test_update_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"podSpecOverrides": [{"targetJobs": [{"name": "ghost"}]}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "d330f655-5287-5e20-b142-c738379fc247",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
 					},
-					"spec": {
-						"podSpecOverrides": [
-							{
-								"targetJobs": [
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
 									{
-										"name": "ghost",
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
 									},
 								],
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
-						"suspend": true,
 					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "d330f655-5287-5e20-b142-c738379fc247",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				]}},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must not have targetJob that doesn't exist in the runtime job template", "field": "spec.podSpecOverrides", "type": "Invalid"}, "msg": "spec.podSpecOverrides: Invalid: must not have targetJob that doesn't exist in the runtime job template"}}
 }
 
 # Audit reports a stored TrainJob whose runtime is gone.
 test_audit_reports_missing_runtime if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "missing",
+				"spec": {"runtimeRef": {"name": "missing"}},
+			},
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created"}}
 }
 
 # DELETE is not checked.
 test_delete_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {"runtimeRef": {"name": "missing"}},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"runtimeRef": {"name": "missing"}},
+			},
+			"operation": "DELETE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "DeleteOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+	result == set()
+}
+
+# v2.3: both configured initializers' containers lack a volumeMount named `initializer`: one error each (earlier releases do not check mounts).
+test_initializer_volume_mounts_missing if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {
+						"dataset": {"storageUri": "hf://d"},
+						"model": {"storageUri": "hf://m"},
 					},
-					"spec": {
-						"runtimeRef": {
-							"name": "missing",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "missing",
-						},
-					},
-				},
-				"operation": "DELETE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "DeleteOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					"runtimeRef": {"name": "torch-distributed"},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c99cb2cd-9747-5679-8941-77a5a02fcf11",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# v2.3: a mount of another volume at the usual path does not count; the dataset initializer's mount is fine.
+test_initializer_volume_mount_other_name if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {
+						"dataset": {"storageUri": "hf://d"},
+						"model": {"storageUri": "hf://m"},
+					},
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "3e68f4ed-5670-58af-8e08-5eee88c3c063",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "model-cache",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# v2.3: the mount must be on the container named like the job, not on a sidecar of that job.
+test_initializer_volume_mount_on_other_container if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {}},
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0a6314a9-eef1-502b-9071-2f579318a65a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {"spec": {"template": {"spec": {"containers": [
+							{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							},
+							{
+								"image": "busybox",
+								"name": "sidecar",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							},
+						]}}}},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# v2.3: an initContainer named dataset-initializer passes the container check, but upstream reads the mount from the main containers only, so its own mount does not count.
+test_initializer_volume_mount_on_init_container if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {}},
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "db15e722-2e4f-5d5d-845a-fc4fa7376bc9",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {"spec": {"template": {"spec": {
+							"containers": [{
+								"image": "busybox",
+								"name": "loader",
+							}],
+							"initContainers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}],
+						}}}},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# A runtime without initializer mounts is fine for a TrainJob that configures no initializer.
+test_initializer_volume_mount_not_needed if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {"runtimeRef": {"name": "torch-distributed"}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "29210afe-7055-5363-819f-c2861cfe9569",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# An override of the initializer container that adds the mount: v2.3 validates the runtime template after merging the TrainJob's runtimePatches, so the mount counts.
+test_initializer_volume_mount_from_override if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {}},
+					"podSpecOverrides": [{
+						"containers": [{
+							"name": "dataset-initializer",
+							"volumeMounts": [{
+								"mountPath": "/workspace/dataset",
+								"name": "initializer",
+							}],
+						}],
+						"targetJobs": [{"name": "dataset-initializer"}],
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "89971880-a2ed-5616-9150-6e33573af5f9",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# UPDATE is checked too.
+test_update_checks_initializer_volume_mount if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"model": {}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+				},
+			},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"model": {}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "383bad86-3615-5d0b-b4e0-04ac922c87ba",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# Audit reports a stored TrainJob whose runtime's initializer container lost its mount.
+test_audit_reports_initializer_volume_mount_missing if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {}},
+					"runtimeRef": {"name": "torch-distributed"},
+				},
+			},
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }

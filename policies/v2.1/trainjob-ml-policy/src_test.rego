@@ -5,4834 +5,3917 @@ package trainertrainjobmlpolicy
 
 # A Torch TrainJob with ordinary settings.
 test_torch_plain_allowed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "FOO",
-									"value": "1",
-								},
-							],
-							"numNodes": 2,
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "ec4d8c8a-8711-5f57-8e22-bc4c07652332",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [{
+							"name": "FOO",
+							"value": "1",
+						}],
+						"numNodes": 2,
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "ec4d8c8a-8711-5f57-8e22-bc4c07652332",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # PET_* envs the Trainer sets: one Invalid listing them sorted, space-separated.
 test_torch_reserved_envs if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "6d95cae7-d8a0-55a1-a2c2-3cc370c1fb15",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "6d95cae7-d8a0-55a1-a2c2-3cc370c1fb15",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]", "field": "spec.trainer.env", "type": "Invalid"}, "msg": "spec.trainer.env: Invalid: must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]"}}
 }
 
 # v2.0/v2.1 run the Torch checks only when numProcPerNode is set; v2.2+ whenever spec.trainer is set.
 test_torch_reserved_envs_without_num_proc_per_node if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"env": [
+						{
+							"name": "PET_NNODES",
+							"value": "2",
 						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a768f50c-3685-5ef5-b4e8-2d3d4b47132e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{"name": "FOO"},
+						{"name": "PET_MASTER_ADDR"},
+					]},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a768f50c-3685-5ef5-b4e8-2d3d4b47132e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # v2.0/v2.1: a string numProcPerNode other than auto, cpu, gpu; v2.2+ type it int32 (the CRD rejects strings) and dropped the check.
 test_torch_num_proc_per_node_string if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numProcPerNode": "8",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b6145c99-3456-5f4a-b95f-aded3460ade5",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numProcPerNode": "8"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b6145c99-3456-5f4a-b95f-aded3460ade5",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must have an int value or [auto cpu gpu]", "field": "spec.trainer.numProcPerNode", "type": "Invalid"}, "msg": "spec.trainer.numProcPerNode: Invalid: must have an int value or [auto cpu gpu]"}}
 }
 
 # auto, cpu and gpu are allowed strings.
 test_torch_num_proc_per_node_auto if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f8be1e1a-de01-5fe3-9f8c-226528fb2466",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numProcPerNode": "auto"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f8be1e1a-de01-5fe3-9f8c-226528fb2466",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # A runtime without mlPolicy.torch: no Torch check.
 test_non_torch_runtime_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
+							},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
 					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b4010a86-a96d-57c0-a034-6c79a898c304",
-				"userInfo": {
-					"username": "trainer-policy-review",
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b4010a86-a96d-57c0-a034-6c79a898c304",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {"numNodes": 1},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
 									},
-								},
-							},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # A runtime without mlPolicy: neither MPI nor Torch checks.
 test_runtime_without_ml_policy if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
+							},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": "4",
 					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c688e161-1265-550a-9d90-70da9e24358d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {"template": {"spec": {"replicatedJobs": [
+				{
+					"name": "dataset-initializer",
+					"template": {
+						"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+						"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "dataset-initializer",
+							"volumeMounts": [{
+								"mountPath": "/workspace/dataset",
+								"name": "initializer",
+							}],
+						}]}}},
+					},
+				},
+				{
+					"name": "model-initializer",
+					"template": {
+						"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+						"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "model-initializer",
+							"volumeMounts": [{
+								"mountPath": "/workspace/model",
+								"name": "initializer",
+							}],
+						}]}}},
+					},
+				},
+				{
+					"name": "node",
+					"template": {
+						"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+						"spec": {"template": {"spec": {
+							"containers": [
 								{
-									"name": "PET_NNODES",
-									"value": "2",
+									"image": "busybox",
+									"name": "node",
 								},
 								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
+									"image": "busybox",
+									"name": "sidecar",
 								},
 							],
-							"numProcPerNode": "4",
-						},
+							"initContainers": [{
+								"image": "busybox",
+								"name": "setup",
+							}],
+						}}},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "c688e161-1265-550a-9d90-70da9e24358d",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		}
+			]}}},
+		}}}}}
 	result == set()
 }
 
 # Audit checks stored TrainJobs.
 test_audit_reports_reserved_envs if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]", "field": "spec.trainer.env", "type": "Invalid"}, "msg": "spec.trainer.env: Invalid: must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]"}}
 }
 
 # UPDATE is checked too.
 test_update_reports_reserved_envs if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b29803f7-595c-5d1a-83a7-07690fc08123",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
+							},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
+					},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b29803f7-595c-5d1a-83a7-07690fc08123",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]", "field": "spec.trainer.env", "type": "Invalid"}, "msg": "spec.trainer.env: Invalid: must not have reserved envs, invalid envs configured: [PET_MASTER_ADDR PET_NNODES]"}}
 }
 
 # DELETE is not checked.
 test_delete_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
+							},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
 					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"env": [
-								{
-									"name": "PET_NNODES",
-									"value": "2",
-								},
-								{
-									"name": "FOO",
-								},
-								{
-									"name": "PET_MASTER_ADDR",
-								},
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"operation": "DELETE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "DeleteOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
-				"userInfo": {
-					"username": "trainer-policy-review",
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "PET_NNODES",
+								"value": "2",
+							},
+							{"name": "FOO"},
+							{"name": "PET_MASTER_ADDR"},
+						],
+						"numProcPerNode": 2,
+					},
+				},
+			},
+			"operation": "DELETE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "DeleteOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Launcher and node jobs, integer numProcPerNode.
 test_mpi_allowed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "mpi-distributed",
-						},
-						"trainer": {
-							"numNodes": 3,
-							"numProcPerNode": 4,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "fdcccda3-5f30-5dd3-834b-3ed86842d253",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"mpi-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "mpi-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"mpiImplementation": "OpenMPI",
-										"numProcPerNode": 1,
-										"runLauncherAsNode": true,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "launcher",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "mpi-distributed"},
+					"trainer": {
+						"numNodes": 3,
+						"numProcPerNode": 4,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "fdcccda3-5f30-5dd3-834b-3ed86842d253",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"mpi-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "mpi-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"mpiImplementation": "OpenMPI",
+						"numProcPerNode": 1,
+						"runLauncherAsNode": true,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "launcher",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # v2.0/v2.1: an MPI TrainJob's numProcPerNode must be an int (a quoted number is a string); removed in v2.2.
 test_mpi_num_proc_per_node_string if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "mpi-distributed",
-						},
-						"trainer": {
-							"numProcPerNode": "4",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "121e916c-a156-5f35-962a-5e2f155822c5",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "mpi-distributed"},
+					"trainer": {"numProcPerNode": "4"},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"mpi-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "mpi-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"mpiImplementation": "OpenMPI",
-										"numProcPerNode": 1,
-										"runLauncherAsNode": true,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "launcher",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "121e916c-a156-5f35-962a-5e2f155822c5",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"mpi-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "mpi-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"mpiImplementation": "OpenMPI",
+						"numProcPerNode": 1,
+						"runLauncherAsNode": true,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "launcher",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "node",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+						}]}}}},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "must have an int value for MPI TrainJob", "field": "spec.trainer.numProcPerNode", "type": "Invalid"}, "msg": "spec.trainer.numProcPerNode: Invalid: must have an int value for MPI TrainJob"}}
 }
 
 # runLauncherAsNode, numNodes 2 and no launcher job.
 test_mpi_launcher_as_node_without_launcher if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "mpi-distributed",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5a1e0781-110a-504d-82bf-13a078413902",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "mpi-distributed"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"mpi-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "mpi-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"mpiImplementation": "OpenMPI",
-										"numProcPerNode": 1,
-										"runLauncherAsNode": true,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5a1e0781-110a-504d-82bf-13a078413902",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"mpi-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "mpi-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"mpiImplementation": "OpenMPI",
+						"numProcPerNode": 1,
+						"runLauncherAsNode": true,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [{
+					"name": "node",
+					"template": {"spec": {"template": {"spec": {"containers": [{
+						"image": "busybox",
+						"name": "node",
+					}]}}}},
+				}]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either launcher and node", "field": "spec.trainer.numNodes", "type": "Invalid"}, "msg": "spec.trainer.numNodes: Invalid: must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either launcher and node"}}
 }
 
 # numNodes 1 (or unset) needs no launcher job.
 test_mpi_launcher_as_node_one_node if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "mpi-distributed",
-						},
-						"trainer": {
-							"numProcPerNode": 1,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "1316186e-aa34-5569-9e64-aa4568880f1d",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "mpi-distributed"},
+					"trainer": {"numProcPerNode": 1},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"mpi-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "mpi-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"mpiImplementation": "OpenMPI",
-										"numProcPerNode": 1,
-										"runLauncherAsNode": true,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "1316186e-aa34-5569-9e64-aa4568880f1d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"mpi-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "mpi-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"mpiImplementation": "OpenMPI",
+						"numProcPerNode": 1,
+						"runLauncherAsNode": true,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [{
+					"name": "node",
+					"template": {"spec": {"template": {"spec": {"containers": [{
+						"image": "busybox",
+						"name": "node",
+					}]}}}},
+				}]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # Without runLauncherAsNode the layout is not checked.
 test_mpi_launcher_not_as_node if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "mpi-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b50c6926-4d85-50b6-8ffd-afce00b03d45",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "mpi-distributed"},
+					"trainer": {"numNodes": 4},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"mpi-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "mpi-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"mpiImplementation": "OpenMPI",
-										"numProcPerNode": 1,
-										"runLauncherAsNode": false,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b50c6926-4d85-50b6-8ffd-afce00b03d45",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"mpi-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "mpi-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"mpiImplementation": "OpenMPI",
+						"numProcPerNode": 1,
+						"runLauncherAsNode": false,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [{
+					"name": "node",
+					"template": {"spec": {"template": {"spec": {"containers": [{
+						"image": "busybox",
+						"name": "node",
+					}]}}}},
+				}]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # torchtune-llama3.2-1b -> llama3_2/1B, one node.
 test_torchtune_supported_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "ad40637e-7985-5a20-b7bc-c2ef35ec871a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "ad40637e-7985-5a20-b7bc-c2ef35ec871a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # torchtune-llama3.2-3b -> llama3_2/3B is supported in every release (the 3B runtime ships from v2.0 on).
 test_torchtune_3b_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-3b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "d122165e-e231-55a7-b78e-55df483f4b8a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-3b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-3b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-3b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "d122165e-e231-55a7-b78e-55df483f4b8a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-3b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-3b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # torchtune-qwen2.5-1.5b -> qwen2_5/1.5B is supported (the shared spec's list lacks it).
 test_torchtune_qwen_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-qwen2.5-1.5b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "c40c7782-ca2c-5b6a-9a25-199ab651c964",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-qwen2.5-1.5b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-qwen2.5-1.5b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-qwen2.5-1.5b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "c40c7782-ca2c-5b6a-9a25-199ab651c964",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-qwen2.5-1.5b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-qwen2.5-1.5b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # torchtune-llama3.2-7b -> llama3_2/7B: v2.0 admits it (the shared spec's and the pre-release constants' model, see V2_0_MODELS); v2.1+ have 3B instead.
 test_torchtune_llama3_2_7b_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-7b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bffa6010-6b96-5170-8703-b631d072a033",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-7b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-7b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-7b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bffa6010-6b96-5170-8703-b631d072a033",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-7b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-7b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have a supported pretrained model, invalid model configured: llama3_2/7B", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: must have a supported pretrained model, invalid model configured: llama3_2/7B"}}
 }
 
 # torchtune-llama3.1-70b -> llama3_1/70B is in no release's model set (upstream's own invalid case).
 test_torchtune_unsupported_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.1-70b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0b8aa07c-641d-5b3c-b357-a5579272e606",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.1-70b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.1-70b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.1-70b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0b8aa07c-641d-5b3c-b357-a5579272e606",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.1-70b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.1-70b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have a supported pretrained model, invalid model configured: llama3_1/70B", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: must have a supported pretrained model, invalid model configured: llama3_1/70B"}}
 }
 
 # A runtime name without exactly three parts gives the empty model.
 test_torchtune_unparsable_name if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "8e428ae6-8990-5e76-9c4c-1c0fbeb6faee",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "8e428ae6-8990-5e76-9c4c-1c0fbeb6faee",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must have a supported pretrained model, invalid model configured: ", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: must have a supported pretrained model, invalid model configured: "}}
 }
 
 # numNodes > 1 only for llama3_3/70B.
 test_torchtune_multi_node_small_model if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numNodes": 2,
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "65f0eb04-9262-5e5f-bfac-968cce147078",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numNodes": 2,
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "65f0eb04-9262-5e5f-bfac-968cce147078",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must be 1 for llama3_2/1B model", "field": "spec.trainer.numNodes", "type": "Invalid"}, "msg": "spec.trainer.numNodes: Invalid: must be 1 for llama3_2/1B model"}}
 }
 
 # llama3_3/70B may run on several nodes.
 test_torchtune_multi_node_70b if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.3-70b",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-							],
-							"numNodes": 4,
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "e26db1c1-43a1-571f-bf18-b78462944b67",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.3-70b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.3-70b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.3-70b"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+						],
+						"numNodes": 4,
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "e26db1c1-43a1-571f-bf18-b78462944b67",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.3-70b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.3-70b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # A command other than exactly [tune, run] is not torchtune.
 test_torchtune_only_for_tune_run if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"command": [
-								"tune",
-								"run",
-								"x",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5517d0c1-ad4d-5187-b1aa-51ba0b31e2b0",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"command": [
+							"tune",
+							"run",
+							"x",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5517d0c1-ad4d-5187-b1aa-51ba0b31e2b0",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # v2.1+: QLoRA (model.quantize_base, one node) is not supported for qwen2_5/1.5B.
 test_torchtune_qlora_qwen if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-qwen2.5-1.5b",
-						},
-						"trainer": {
-							"args": [
-								"model.quantize_base=True",
-								"epochs=1",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "797c004b-29ed-52a6-bf94-7507be4c178b",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-qwen2.5-1.5b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-qwen2.5-1.5b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-qwen2.5-1.5b"},
+					"trainer": {
+						"args": [
+							"model.quantize_base=True",
+							"epochs=1",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "797c004b-29ed-52a6-bf94-7507be4c178b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-qwen2.5-1.5b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-qwen2.5-1.5b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "QLoRA is not supported for qwen2_5/1.5B model", "field": "spec.runtimeRef.name", "type": "Invalid"}, "msg": "spec.runtimeRef.name: Invalid: QLoRA is not supported for qwen2_5/1.5B model"}}
 }
 
 # v2.1+: distributed QLoRA (not one process, not one GPU per node) on llama3_2/1B: two errors.
 test_torchtune_qlora_distributed_small_llama if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"args": [
-								"model.quantize_base=True",
-								"epochs=1",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b0bedd87-63e4-5eee-93b3-56a6584b3d02",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"args": [
+							"model.quantize_base=True",
+							"epochs=1",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b0bedd87-63e4-5eee-93b3-56a6584b3d02",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must be auto or 1 for llama3_2/1B model when using QLoRA", "field": "spec.trainer.numProcPerNode", "type": "Invalid"}, "msg": "spec.trainer.numProcPerNode: Invalid: must be auto or 1 for llama3_2/1B model when using QLoRA"}, {"details": {"detail": "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA", "field": "spec.trainer.resourcesPerNode", "type": "Invalid"}, "msg": "spec.trainer.resourcesPerNode: Invalid: must have gpu resource with value 1 for llama3_2/1B model when using QLoRA"}}
 }
 
 # One GPU per node (from the runtime's node container) picks the single-device QLoRA config.
 test_torchtune_qlora_single_gpu if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"args": [
-								"model.quantize_base=True",
-								"epochs=1",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "fdb84d96-3111-57d3-a6e9-5c61a4093498",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"args": [
+							"model.quantize_base=True",
+							"epochs=1",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "fdb84d96-3111-57d3-a6e9-5c61a4093498",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+								"resources": {"limits": {"nvidia.com/gpu": 1}},
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # spec.trainer.resourcesPerNode replaces the runtime's resources: 2 GPUs is distributed.
 test_torchtune_qlora_resources_per_node if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"args": [
-								"model.quantize_base=True",
-								"epochs=1",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": 2,
-							"resourcesPerNode": {
-								"requests": {
-									"nvidia.com/gpu": "2",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a6961f50-a872-5ac0-8ab3-ef2cfca40468",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"args": [
+							"model.quantize_base=True",
+							"epochs=1",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": 2,
+						"resourcesPerNode": {"requests": {"nvidia.com/gpu": "2"}},
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a6961f50-a872-5ac0-8ab3-ef2cfca40468",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+								"resources": {"limits": {"nvidia.com/gpu": 1}},
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "must be auto or 1 for llama3_2/1B model when using QLoRA", "field": "spec.trainer.numProcPerNode", "type": "Invalid"}, "msg": "spec.trainer.numProcPerNode: Invalid: must be auto or 1 for llama3_2/1B model when using QLoRA"}, {"details": {"detail": "must have gpu resource with value 1 for llama3_2/1B model when using QLoRA", "field": "spec.trainer.resourcesPerNode", "type": "Invalid"}, "msg": "spec.trainer.resourcesPerNode: Invalid: must have gpu resource with value 1 for llama3_2/1B model when using QLoRA"}}
 }
 
 # model.use_dora turns QLoRA off.
 test_torchtune_dora_is_not_qlora if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"args": [
-								"model.quantize_base=True",
-								"epochs=1",
-								"model.use_dora=True",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "24a90f9b-302c-5967-b051-b03a4c9f3cec",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"args": [
+							"model.quantize_base=True",
+							"epochs=1",
+							"model.use_dora=True",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "24a90f9b-302c-5967-b051-b03a4c9f3cec",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # v2.3: LoRA (model.lora_attn_modules) on several nodes.
 test_torchtune_lora_multi_node if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.3-70b",
-						},
-						"trainer": {
-							"args": [
-								"model.lora_attn_modules=[q_proj]",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numNodes": 2,
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b36d55d1-4458-5284-b12c-ed8457d58aee",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.3-70b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.3-70b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.3-70b"},
+					"trainer": {
+						"args": ["model.lora_attn_modules=[q_proj]"],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numNodes": 2,
+						"numProcPerNode": "auto",
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b36d55d1-4458-5284-b12c-ed8457d58aee",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.3-70b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.3-70b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # v2.3: args that set a config the runtime manages, one error per arg at its index.
 test_torchtune_immutable_args if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {"name": "torchtune-llama3.2-1b"},
+					"trainer": {
+						"args": [
+							"output_dir=/tmp/x",
+							"epochs=1",
+							"tokenizer.path=/t",
+							"output_dir_x=1",
+						],
+						"command": [
+							"tune",
+							"run",
+						],
+						"numProcPerNode": "auto",
 					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torchtune-llama3.2-1b",
-						},
-						"trainer": {
-							"args": [
-								"output_dir=/tmp/x",
-								"epochs=1",
-								"tokenizer.path=/t",
-								"output_dir_x=1",
-							],
-							"command": [
-								"tune",
-								"run",
-							],
-							"numProcPerNode": "auto",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "60408027-1f10-5447-9ee0-48a5868d55e1",
-				"userInfo": {
-					"username": "trainer-policy-review",
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torchtune-llama3.2-1b": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torchtune-llama3.2-1b",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "60408027-1f10-5447-9ee0-48a5868d55e1",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torchtune-llama3.2-1b": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torchtune-llama3.2-1b"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# An XGBoost TrainJob with its own envs.
+test_xgboost_plain_allowed if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "xgboost-distributed"},
+					"trainer": {
+						"env": [{
+							"name": "NTHREAD",
+							"value": "4",
+						}],
+						"numNodes": 2,
+					},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a535ed38-e073-5ec8-82ff-7a9167100bc7",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"xgboost-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "xgboost-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"xgboost": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
 									},
-								},
-							},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
 						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# v2.2+: each DMLC_* env the XGBoost plugin injects is Forbidden at its index (earlier releases have no XGBoost runtime).
+test_xgboost_reserved_envs if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "xgboost-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "DMLC_NUM_WORKER",
+								"value": "8",
+							},
+							{
+								"name": "NTHREAD",
+								"value": "4",
+							},
+							{"name": "DMLC_TASK_ID"},
+						],
+						"numNodes": 2,
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a7304b29-a1a5-57ec-973a-26a632c4a66a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"xgboost-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "xgboost-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"xgboost": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# DMLC_* envs are only reserved on an XGBoost runtime.
+test_xgboost_reserved_envs_on_torch_runtime if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"env": [{
+						"name": "DMLC_TRACKER_URI",
+						"value": "x",
+					}]},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "e16a1796-9c7c-59f3-9e89-50531c457ecb",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
+	result == set()
+}
+
+# v2.2+: DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_WORKER.
+test_xgboost_every_reserved_env if {
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "xgboost-distributed"},
+					"trainer": {
+						"env": [
+							{
+								"name": "DMLC_TRACKER_URI",
+								"value": "1",
+							},
+							{
+								"name": "DMLC_TRACKER_PORT",
+								"value": "1",
+							},
+							{
+								"name": "DMLC_TASK_ID",
+								"value": "1",
+							},
+							{
+								"name": "DMLC_NUM_WORKER",
+								"value": "1",
+							},
+						],
+						"numNodes": 2,
+					},
+				},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bef60829-a17d-5082-8362-e34a7e447f44",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"xgboost-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "xgboost-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"xgboost": {},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }

@@ -5,4784 +5,2931 @@ package trainertrainjobresourcebudget
 
 # The default Constraint sets no limit: nothing is checked, not even the runtime.
 test_no_limits_configured if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {},
-				"namespaces": {},
+	result := violation with input as {
+		"parameters": {
+			"maxTotal": {},
+			"namespaces": {},
+		},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 64,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 64,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "26e8fb74-a6a1-5bde-94b9-e399d252a02c",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "26e8fb74-a6a1-5bde-94b9-e399d252a02c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Audit (operation "") of a stored TrainJob with the default Constraint: no limit, no violation.
 test_audit_no_limits_configured if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {},
-				"namespaces": {},
+	result := violation with input as {
+		"parameters": {
+			"maxTotal": {},
+			"namespaces": {},
+		},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 64,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 64,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # 4 nodes x 8 GPUs (resourcesPerNode limits stand in for requests) is exactly the limit of 32: allowed.
 test_within_gpu_limit if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "a79f8efc-e455-5193-802e-49454c739592",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "a79f8efc-e455-5193-802e-49454c739592",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # 5 nodes x 8 GPUs = 40 GPUs: over the limit of 32.
 test_over_gpu_limit if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7ab31c30-c4f7-5f3a-82b6-42c1ca57c068",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7ab31c30-c4f7-5f3a-82b6-42c1ca57c068",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # Without resourcesPerNode the runtime's node container counts: 40 nodes x 1 GPU.
 test_runtime_gpus_without_resources_per_node if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {"numNodes": 40},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 40,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "852f6b29-3b94-5fe2-9be0-3ff028e4dab6",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "852f6b29-3b94-5fe2-9be0-3ff028e4dab6",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # CPU counts initializers and sidecars: 2 + 2 + 4 x (8 + 0.5) = 38; memory 4 x 16Gi = 64Gi.
 test_each_resource_reported if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"cpu": "37500m",
-					"memory": "63Gi",
-					"nvidia.com/gpu": "32",
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {
+			"cpu": "37500m",
+			"memory": "63Gi",
+			"nvidia.com/gpu": "32",
+		}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-									"memory": "16Gi",
-								},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {
+								"cpu": "8",
+								"memory": "16Gi",
 							},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "da4480f4-3094-5c8a-8c3d-0b34091ef85b",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "da4480f4-3094-5c8a-8c3d-0b34091ef85b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total cpu requests 38 exceed the limit 37500m", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total cpu requests 38 exceed the limit 37500m"}, {"details": {"detail": "total memory requests 68719476736 exceed the limit 63Gi", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total memory requests 68719476736 exceed the limit 63Gi"}}
 }
 
 # 38 CPUs against a limit written 3.8e1, 64Gi of memory against 65536Mi: equal, allowed.
 test_quantities_compare_exactly if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"cpu": "3.8e1",
-					"memory": "65536Mi",
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {
+			"cpu": "3.8e1",
+			"memory": "65536Mi",
+		}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-									"memory": "16Gi",
-								},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {
+								"cpu": "8",
+								"memory": "16Gi",
 							},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0eeb3da7-6dba-50d7-b91f-940f9d06d608",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0eeb3da7-6dba-50d7-b91f-940f9d06d608",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # numNodes 8 against maxTrainerNodes 4.
 test_trainer_nodes_over_limit if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTrainerNodes": 4,
+	result := violation with input as {
+		"parameters": {"maxTrainerNodes": 4},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 8,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 8,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "32c512a0-84ff-5f5b-b796-3292f4580130",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "32c512a0-84ff-5f5b-b796-3292f4580130",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "8 trainer nodes exceed the limit 4", "field": "spec.trainer.numNodes", "type": "Forbidden"}, "msg": "spec.trainer.numNodes: Forbidden: 8 trainer nodes exceed the limit 4"}}
 }
 
 # 4 trainer Pods and 2 initializer Pods are 6 Pods (the gang's minMember), over maxPods 5.
 test_pods_count_initializers if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxPods": 5,
+	result := violation with input as {
+		"parameters": {"maxPods": 5},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0a47cb98-3dfd-5181-9699-e39a7337bada",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0a47cb98-3dfd-5181-9699-e39a7337bada",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "6 pods (the gang's minMember) exceed the limit 5", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: 6 pods (the gang's minMember) exceed the limit 5"}}
 }
 
 # team-a may use 64 GPUs: its own limit replaces the default.
 test_namespace_override_raises_limit if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {
+			"maxTotal": {"nvidia.com/gpu": 32},
+			"namespaces": {"team-a": {"maxTotal": {"nvidia.com/gpu": 64}}},
+		},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"namespaces": {
-					"team-a": {
-						"maxTotal": {
-							"nvidia.com/gpu": 64,
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 8,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 8,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "283ff1ec-5dd9-5149-960c-3e22f3d92f81",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "283ff1ec-5dd9-5149-960c-3e22f3d92f81",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # team-a may use 16 GPUs and 2 trainer nodes; the message names the namespace.
 test_namespace_override_lowers_limit if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {
+			"maxTotal": {"nvidia.com/gpu": 32},
+			"namespaces": {"team-a": {
+				"maxTotal": {"nvidia.com/gpu": 16},
+				"maxTrainerNodes": 2,
+			}},
+		},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"namespaces": {
-					"team-a": {
-						"maxTotal": {
-							"nvidia.com/gpu": 16,
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
-						"maxTrainerNodes": 2,
 					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "7400791d-3e3e-522c-884b-2f3125656bd2",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "7400791d-3e3e-522c-884b-2f3125656bd2",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 32 exceed the limit 16 of namespace team-a", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 32 exceed the limit 16 of namespace team-a"}, {"details": {"detail": "4 trainer nodes exceed the limit 2 of namespace team-a", "field": "spec.trainer.numNodes", "type": "Forbidden"}, "msg": "spec.trainer.numNodes: Forbidden: 4 trainer nodes exceed the limit 2 of namespace team-a"}}
 }
 
 # An override for another namespace does not apply.
 test_other_namespace_uses_default if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {
+			"maxTotal": {"nvidia.com/gpu": 32},
+			"namespaces": {"team-b": {"maxTotal": {"nvidia.com/gpu": 64}}},
+		},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"namespaces": {
-					"team-b": {
-						"maxTotal": {
-							"nvidia.com/gpu": 64,
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "bab96b72-9cd9-5e84-a235-454eacd87b62",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "bab96b72-9cd9-5e84-a235-454eacd87b62",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # MPI with runLauncherAsNode: 4 nodes are the launcher and 3 node Pods, 8 GPUs each: 32 GPUs, 4 Pods.
 test_mpi_launcher_is_a_node if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxPods": 4,
-				"maxTotal": {
-					"nvidia.com/gpu": 31,
-				},
-				"maxTrainerNodes": 4,
+	result := violation with input as {
+		"parameters": {
+			"maxPods": 4,
+			"maxTotal": {"nvidia.com/gpu": 31},
+			"maxTrainerNodes": 4,
+		},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "deepspeed-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "e029e74f-865a-5e51-a350-39f2ce4ab505",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
-			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"deepspeed-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "deepspeed-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"mpi": {
-										"numProcPerNode": 1,
-										"runLauncherAsNode": true,
-									},
-									"numNodes": 1,
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "node",
-												"template": {
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "launcher",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "deepspeed-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "e029e74f-865a-5e51-a350-39f2ce4ab505",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"deepspeed-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "deepspeed-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"mpi": {
+						"numProcPerNode": 1,
+						"runLauncherAsNode": true,
+					},
+					"numNodes": 1,
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "node",
+						"template": {"spec": {"template": {"spec": {"containers": [{
+							"image": "busybox",
+							"name": "node",
+							"resources": {},
+						}]}}}},
+					},
+					{
+						"name": "launcher",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "node",
+								"resources": {},
+							}]}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 32 exceed the limit 31", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 32 exceed the limit 31"}}
 }
 
 # prep: 2 Pods of max(1, init 3) CPU; node: 2 Pods of max(1 + sidecar 0.5, init 2 + sidecar 0.5): 11 CPUs.
 test_init_containers_and_parallelism if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"cpu": 10,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"cpu": 10}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "custom"},
+					"trainer": {"numNodes": 2},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "custom",
-						},
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "04a34233-3bc9-521b-9d1d-873bb8ce7037",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"custom": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "custom",
-							},
-							"spec": {
-								"mlPolicy": {
-									"torch": {},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "prep",
-												"template": {
-													"spec": {
-														"parallelism": 2,
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"resources": {
-																			"requests": {
-																				"cpu": "1",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "fetch",
-																		"resources": {
-																			"requests": {
-																				"cpu": "3",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"requests": {
-																				"cpu": "1.0000000000",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "proxy",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "04a34233-3bc9-521b-9d1d-873bb8ce7037",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"custom": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "custom"},
+			"spec": {
+				"mlPolicy": {"torch": {}},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "prep",
+						"template": {"spec": {
+							"parallelism": 2,
+							"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"resources": {"requests": {"cpu": "1"}},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "fetch",
+									"resources": {"requests": {"cpu": "3"}},
+								}],
+							}},
+						}},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {"requests": {"cpu": "1.0000000000"}},
+								}],
+								"initContainers": [
+									{
+										"image": "busybox",
+										"name": "proxy",
+										"resources": {"requests": {"cpu": "500m"}},
+										"restartPolicy": "Always",
 									},
-								},
-							},
+									{
+										"image": "busybox",
+										"name": "setup",
+										"resources": {"requests": {"cpu": "2"}},
+									},
+								],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total cpu requests 11 exceed the limit 10", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total cpu requests 11 exceed the limit 10"}}
 }
 
 # TrainingRuntimes are synced but none has the name in the TrainJob's namespace: Kubernetes' NotFound text.
 test_namespaced_runtime_not_found if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {
+						"kind": "TrainingRuntime",
+						"name": "other",
+					},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
+						},
+					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "87f94e7c-2ff8-5123-914b-1092a0ef6021",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"namespace": {"team-a": {"trainer.kubeflow.org/v1alpha1": {"TrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "TrainingRuntime",
+			"metadata": {
+				"name": "torch-distributed",
 				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "other",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "87f94e7c-2ff8-5123-914b-1092a0ef6021",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"namespace": {
-				"team-a": {
-					"trainer.kubeflow.org/v1alpha1": {
-						"TrainingRuntime": {
-							"torch-distributed": {
-								"apiVersion": "trainer.kubeflow.org/v1alpha1",
-								"kind": "TrainingRuntime",
-								"metadata": {
-									"name": "torch-distributed",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"mlPolicy": {
-										"numNodes": 1,
-										"torch": {
-											"numProcPerNode": "auto",
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
 										},
 									},
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "dataset-initializer",
-																			"resources": {
-																				"requests": {
-																					"cpu": "2",
-																				},
-																			},
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "model-initializer",
-																			"resources": {
-																				"requests": {
-																					"cpu": "2",
-																				},
-																			},
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "node",
-																			"resources": {
-																				"limits": {
-																					"nvidia.com/gpu": 1,
-																				},
-																				"requests": {
-																					"cpu": "4",
-																					"memory": "16Gi",
-																				},
-																			},
-																		},
-																	],
-																	"initContainers": [
-																		{
-																			"image": "busybox",
-																			"name": "log-agent",
-																			"resources": {
-																				"requests": {
-																					"cpu": "500m",
-																				},
-																			},
-																			"restartPolicy": "Always",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: TrainingRuntime.trainer.kubeflow.org \"other\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: TrainingRuntime.trainer.kubeflow.org \"other\" not found"}}
 }
 
 # A TrainingRuntime is read from the TrainJob's namespace.
 test_namespaced_runtime if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {
+						"kind": "TrainingRuntime",
+						"name": "torch-distributed",
+					},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
+						},
+					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "484fffeb-c61c-5e1e-8851-9bac0af94c52",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"namespace": {"team-a": {"trainer.kubeflow.org/v1alpha1": {"TrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "TrainingRuntime",
+			"metadata": {
+				"name": "torch-distributed",
 				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "484fffeb-c61c-5e1e-8851-9bac0af94c52",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"namespace": {
-				"team-a": {
-					"trainer.kubeflow.org/v1alpha1": {
-						"TrainingRuntime": {
-							"torch-distributed": {
-								"apiVersion": "trainer.kubeflow.org/v1alpha1",
-								"kind": "TrainingRuntime",
-								"metadata": {
-									"name": "torch-distributed",
-									"namespace": "team-a",
-								},
-								"spec": {
-									"mlPolicy": {
-										"numNodes": 1,
-										"torch": {
-											"numProcPerNode": "auto",
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
 										},
 									},
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "dataset-initializer",
-																			"resources": {
-																				"requests": {
-																					"cpu": "2",
-																				},
-																			},
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "model-initializer",
-																			"resources": {
-																				"requests": {
-																					"cpu": "2",
-																				},
-																			},
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"metadata": {
-															"labels": {
-																"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-															},
-														},
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"image": "busybox",
-																			"name": "node",
-																			"resources": {
-																				"limits": {
-																					"nvidia.com/gpu": 1,
-																				},
-																				"requests": {
-																					"cpu": "4",
-																					"memory": "16Gi",
-																				},
-																			},
-																		},
-																	],
-																	"initContainers": [
-																		{
-																			"image": "busybox",
-																			"name": "log-agent",
-																			"resources": {
-																				"requests": {
-																					"cpu": "500m",
-																				},
-																			},
-																			"restartPolicy": "Always",
-																		},
-																	],
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # The referenced ClusterTrainingRuntime does not exist: the budget cannot be computed (fail closed).
 test_runtime_not_found if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "missing",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "missing"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "589fd297-5698-5483-8a6d-9641102ca026",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "589fd297-5698-5483-8a6d-9641102ca026",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: ClusterTrainingRuntime.trainer.kubeflow.org \"missing\" not found"}}
 }
 
 # No TrainingRuntime is synced at all: said plainly instead of claiming the runtime is missing.
 test_runtime_kind_not_synced if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {
+						"kind": "TrainingRuntime",
+						"name": "torch-distributed",
 					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "TrainingRuntime",
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "082e7fa9-dbed-5f70-9797-9a94e47fe295",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "082e7fa9-dbed-5f70-9797-9a94e47fe295",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: TrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read", "field": "spec.runtimeRef", "type": "Internal"}, "msg": "spec.runtimeRef: Internal: cannot compute the TrainJob's resources: TrainingRuntime objects are not synced into Gatekeeper's inventory, so the runtime cannot be read"}}
 }
 
 # A runtimeRef kind the Trainer does not support.
 test_unsupported_runtime_kind if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
+				"spec": {
+					"runtimeRef": {
+						"kind": "JobSet",
+						"name": "torch-distributed",
 					},
-					"spec": {
-						"runtimeRef": {
-							"kind": "JobSet",
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "35948d23-df65-535d-8d5e-5803077f4c96",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "35948d23-df65-535d-8d5e-5803077f4c96",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: unsupported runtime: JobSet.trainer.kubeflow.org", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: unsupported runtime: JobSet.trainer.kubeflow.org"}}
 }
 
 # A runtime value that is not a quantity (the API server would refuse it): reported, not guessed.
 test_runtime_quantity_invalid if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5105af9d-490a-5044-b11a-f75f4325e07a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5105af9d-490a-5044-b11a-f75f4325e07a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "two"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "two",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.requests[cpu] of runtime torch-distributed is not a Kubernetes quantity", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: cannot compute the TrainJob's resources: spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.requests[cpu] of runtime torch-distributed is not a Kubernetes quantity"}}
 }
 
 # A resourcesPerNode value that is not a quantity.
 test_resources_per_node_quantity_invalid if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": "eight",
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": "eight"},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "024f2b2b-0301-5cc5-aaa0-eb7b35bc1f26",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "024f2b2b-0301-5cc5-aaa0-eb7b35bc1f26",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "cannot compute the TrainJob's resources: spec.trainer.resourcesPerNode.limits[nvidia.com/gpu] is not a Kubernetes quantity", "field": "spec.trainer.resourcesPerNode", "type": "Invalid"}, "msg": "spec.trainer.resourcesPerNode: Invalid: cannot compute the TrainJob's resources: spec.trainer.resourcesPerNode.limits[nvidia.com/gpu] is not a Kubernetes quantity"}}
 }
 
 # A Constraint limit that is not a quantity is reported (fail closed).
 test_limit_not_a_quantity if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": "lots",
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": "lots"}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 4,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 4,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "56a6af1c-ce09-501e-a5d9-5ffb5a50d0bd",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "56a6af1c-ce09-501e-a5d9-5ffb5a50d0bd",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "the limit lots for nvidia.com/gpu in the Constraint is not a Kubernetes quantity", "field": "spec", "type": "Internal"}, "msg": "spec: Internal: the limit lots for nvidia.com/gpu in the Constraint is not a Kubernetes quantity"}}
 }
 
 # UPDATE is checked like CREATE (here a label added to a stored TrainJob over the budget).
 test_update_checked if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"labels": {"team": "a"},
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
+						},
+					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"labels": {
-							"team": "a",
-						},
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "d330f655-5287-5e20-b142-c738379fc247",
-				"userInfo": {
-					"username": "trainer-policy-review",
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "d330f655-5287-5e20-b142-c738379fc247",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # Audit (operation "") reports a stored TrainJob over budget.
 test_audit_reports_stored_trainjobs if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
-				},
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
 				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == {{"details": {"detail": "total nvidia.com/gpu requests 40 exceed the limit 32", "field": "spec", "type": "Forbidden"}, "msg": "spec: Forbidden: total nvidia.com/gpu requests 40 exceed the limit 32"}}
 }
 
 # DELETE is not checked.
 test_delete_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {
-				"maxTotal": {
-					"nvidia.com/gpu": 32,
+	result := violation with input as {
+		"parameters": {"maxTotal": {"nvidia.com/gpu": 32}},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
+						},
+					},
 				},
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"trainer": {
+						"numNodes": 5,
+						"resourcesPerNode": {
+							"limits": {"nvidia.com/gpu": 8},
+							"requests": {"cpu": "8"},
 						},
 					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"trainer": {
-							"numNodes": 5,
-							"resourcesPerNode": {
-								"limits": {
-									"nvidia.com/gpu": 8,
-								},
-								"requests": {
-									"cpu": "8",
-								},
-							},
-						},
-					},
-				},
-				"operation": "DELETE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "DeleteOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
-				"userInfo": {
-					"username": "trainer-policy-review",
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
+			"operation": "DELETE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "DeleteOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f978c61a-5a54-5b7c-bbc4-ecac94924c94",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch-distributed": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "torch-distributed"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"resources": {"requests": {"cpu": "2"}},
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [{
+									"image": "busybox",
+									"name": "node",
+									"resources": {
+										"limits": {"nvidia.com/gpu": 1},
+										"requests": {
+											"cpu": "4",
+											"memory": "16Gi",
+										},
 									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																		"resources": {
-																			"requests": {
-																				"cpu": "2",
-																			},
-																		},
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																		"resources": {
-																			"limits": {
-																				"nvidia.com/gpu": 1,
-																			},
-																			"requests": {
-																				"cpu": "4",
-																				"memory": "16Gi",
-																			},
-																		},
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "log-agent",
-																		"resources": {
-																			"requests": {
-																				"cpu": "500m",
-																			},
-																		},
-																		"restartPolicy": "Always",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+								}],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "log-agent",
+									"resources": {"requests": {"cpu": "500m"}},
+									"restartPolicy": "Always",
+								}],
+							}}},
 						},
 					},
-				},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }

@@ -5,1706 +5,1506 @@ package trainerv1jobmanagedby
 
 # Unset: allowed (the policies never default).
 test_create_unset_allowed if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "91cfeb4c-40cd-51f8-8b76-acec88b0dfce",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {"cleanPodPolicy": "None"}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "91cfeb4c-40cd-51f8-8b76-acec88b0dfce",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # null is unset.
 test_create_explicit_null_allowed if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": null,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "536c6a95-9ee6-5fe7-9cbc-c8f372bdbc55",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": null,
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "536c6a95-9ee6-5fe7-9cbc-c8f372bdbc55",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # A value outside the list: Invalid.
 test_create_disallowed_value if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "8d28a97d-2f77-57cd-9fb6-a7d39a4e88d2",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "8d28a97d-2f77-57cd-9fb6-a7d39a4e88d2",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # An empty string is a set value outside the list.
 test_create_empty_string_is_set if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "372523fc-a632-5909-ad59-d3a887d93272",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "372523fc-a632-5909-ad59-d3a887d93272",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # A non-string value is outside the list.
 test_create_wrong_type if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": 5,
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "0d69a372-497d-5fa4-98dc-62818fcc9e03",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": 5,
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "0d69a372-497d-5fa4-98dc-62818fcc9e03",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # Unchanged on UPDATE: allowed.
 test_update_unchanged_allowed if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "90081354-0c16-5c59-908a-9f56a6ec7438",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "90081354-0c16-5c59-908a-9f56a6ec7438",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Changing the value: Invalid, immutable.
 test_update_value_change_immutable if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kubeflow.org/training-operator",
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "bde0ca82-30e7-5774-989d-7b56dfe4dcaf",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kubeflow.org/training-operator",
+				}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "bde0ca82-30e7-5774-989d-7b56dfe4dcaf",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy value is immutable", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy value is immutable"}}
 }
 
 # set -> unset is a change.
 test_update_set_to_unset_immutable if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "f95a5dc9-16e8-5a25-a5c0-8c2a8e1a0d08",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {"cleanPodPolicy": "None"}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "f95a5dc9-16e8-5a25-a5c0-8c2a8e1a0d08",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy value is immutable", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy value is immutable"}}
 }
 
 # unset -> set is a change.
 test_update_unset_to_set_immutable if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "17945c37-57e2-5c0d-af08-6239e2bd504d",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {"cleanPodPolicy": "None"}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "17945c37-57e2-5c0d-af08-6239e2bd504d",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy value is immutable", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy value is immutable"}}
 }
 
 # null and absent are both unset.
 test_update_null_to_absent_unchanged if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": null,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "dc4c1404-d1d7-53c2-b5a7-c602f1a8ec4e",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {"cleanPodPolicy": "None"}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": null,
+				}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "dc4c1404-d1d7-53c2-b5a7-c602f1a8ec4e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Changing to a disallowed value: both violations.
 test_update_to_disallowed_value if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kubeflow.org/training-operator",
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "6bc161f2-b47f-5e8a-b664-28c4ad2057a6",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kubeflow.org/training-operator",
+				}},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "6bc161f2-b47f-5e8a-b664-28c4ad2057a6",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}, {"details": {"detail": "ManagedBy value is immutable", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy value is immutable"}}
 }
 
 # allowedValues adds a site's controller.
 test_site_parameter_allows_own_controller if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-					"example.com/site-controller",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+			"example.com/site-controller",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/site-controller",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "5f870ec4-e78e-52d3-bd51-c58afcbf3901",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/site-controller",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "5f870ec4-e78e-52d3-bd51-c58afcbf3901",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # The detail lists the parameter's values.
 test_site_parameter_message_lists_values if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-					"example.com/site-controller",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+			"example.com/site-controller",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "2d909a2a-183e-590d-b7e4-b82523db5f87",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "2d909a2a-183e-590d-b7e4-b82523db5f87",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue or example.com/site-controller if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue or example.com/site-controller if set"}}
 }
 
 # A Constraint without parameters uses the default list.
 test_parameters_omitted_use_defaults if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-		}
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
+			},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "7e7f3ab1-7998-5a85-b12e-09fb46c01667",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # Audit checks the value; no transition without oldObject.
 test_audit_checks_value_only if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # DELETE carries no object: nothing to check.
 test_delete_is_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PyTorchJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"operation": "DELETE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "DeleteOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PyTorchJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "pytorchjobs",
-					"version": "v1",
-				},
-				"uid": "720146e4-f185-59b8-9441-0edec8ec7fbb",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PyTorchJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
+				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
+			},
+			"operation": "DELETE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "DeleteOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PyTorchJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "pytorchjobs",
+				"version": "v1",
+			},
+			"uid": "720146e4-f185-59b8-9441-0edec8ec7fbb",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # TFJob is checked too.
 test_create_disallowed_tfjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "TFJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "TFJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "TFJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "TFJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "TFJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "tfjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "tfjobs",
-					"version": "v1",
-				},
-				"uid": "27325fb3-db76-5318-bed0-d8d2887fd769",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "TFJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "tfjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "tfjobs",
+				"version": "v1",
+			},
+			"uid": "27325fb3-db76-5318-bed0-d8d2887fd769",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # TFJob with an allowed value.
 test_create_allowed_tfjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "TFJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "TFJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "TFJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "TFJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "TFJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "tfjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "tfjobs",
-					"version": "v1",
-				},
-				"uid": "93e14dde-f66b-5e14-9b43-696a7d501f89",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "TFJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "tfjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "tfjobs",
+				"version": "v1",
+			},
+			"uid": "93e14dde-f66b-5e14-9b43-696a7d501f89",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # MPIJob is checked too.
 test_create_disallowed_mpijob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "MPIJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "MPIJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "MPIJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "MPIJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "MPIJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "mpijobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "mpijobs",
-					"version": "v1",
-				},
-				"uid": "1ccc0aae-ff43-5d64-87b6-debcfbc4e472",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "MPIJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "mpijobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "mpijobs",
+				"version": "v1",
+			},
+			"uid": "1ccc0aae-ff43-5d64-87b6-debcfbc4e472",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # MPIJob with an allowed value.
 test_create_allowed_mpijob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "MPIJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "MPIJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "MPIJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "MPIJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "MPIJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "mpijobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "mpijobs",
-					"version": "v1",
-				},
-				"uid": "4700fe82-8576-5a2c-9afa-b5016e918f47",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "MPIJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "mpijobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "mpijobs",
+				"version": "v1",
+			},
+			"uid": "4700fe82-8576-5a2c-9afa-b5016e918f47",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # XGBoostJob is checked too.
 test_create_disallowed_xgboostjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "XGBoostJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "XGBoostJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "XGBoostJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "XGBoostJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "XGBoostJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "xgboostjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "xgboostjobs",
-					"version": "v1",
-				},
-				"uid": "7328fe74-f214-5888-8f6b-53fb242ff72c",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "XGBoostJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "xgboostjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "xgboostjobs",
+				"version": "v1",
+			},
+			"uid": "7328fe74-f214-5888-8f6b-53fb242ff72c",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # XGBoostJob with an allowed value.
 test_create_allowed_xgboostjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "XGBoostJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "XGBoostJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "XGBoostJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "XGBoostJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "XGBoostJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "xgboostjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "xgboostjobs",
-					"version": "v1",
-				},
-				"uid": "cf30767c-1173-5ab2-a706-db204ec3f245",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "XGBoostJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "xgboostjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "xgboostjobs",
+				"version": "v1",
+			},
+			"uid": "cf30767c-1173-5ab2-a706-db204ec3f245",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # PaddleJob is checked too.
 test_create_disallowed_paddlejob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PaddleJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PaddleJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PaddleJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PaddleJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PaddleJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "paddlejobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "paddlejobs",
-					"version": "v1",
-				},
-				"uid": "3c2b9a07-4d46-5177-8221-73fa2d25b498",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PaddleJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "paddlejobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "paddlejobs",
+				"version": "v1",
+			},
+			"uid": "3c2b9a07-4d46-5177-8221-73fa2d25b498",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # PaddleJob with an allowed value.
 test_create_allowed_paddlejob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "PaddleJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "PaddleJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "PaddleJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "PaddleJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "PaddleJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "paddlejobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "paddlejobs",
-					"version": "v1",
-				},
-				"uid": "ab3b96c3-a83f-5048-816c-d4260f6c1f24",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "PaddleJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "paddlejobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "paddlejobs",
+				"version": "v1",
+			},
+			"uid": "ab3b96c3-a83f-5048-816c-d4260f6c1f24",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # JAXJob is checked too.
 test_create_disallowed_jaxjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "JAXJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "JAXJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "JAXJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "JAXJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "example.com/other",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "JAXJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "jaxjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "jaxjobs",
-					"version": "v1",
-				},
-				"uid": "086935d9-2666-5da4-814f-daf3e3f0c888",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "example.com/other",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "JAXJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "jaxjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "jaxjobs",
+				"version": "v1",
+			},
+			"uid": "086935d9-2666-5da4-814f-daf3e3f0c888",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set", "field": "spec.runPolicy.managedBy", "type": "Invalid"}, "msg": "spec.runPolicy.managedBy: Invalid: ManagedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue if set"}}
 }
 
 # JAXJob with an allowed value.
 test_create_allowed_jaxjob if {
-	result := violation
-		with input as {
-			"parameters": {
-				"allowedValues": [
-					"kubeflow.org/training-operator",
-					"kueue.x-k8s.io/multikueue",
-				],
+	result := violation with input as {
+		"parameters": {"allowedValues": [
+			"kubeflow.org/training-operator",
+			"kueue.x-k8s.io/multikueue",
+		]},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "kubeflow.org",
+				"kind": "JAXJob",
+				"version": "v1",
 			},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "kubeflow.org",
-					"kind": "JAXJob",
-					"version": "v1",
+			"name": "legacy",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "kubeflow.org/v1",
+				"kind": "JAXJob",
+				"metadata": {
+					"name": "legacy",
+					"namespace": "team-a",
 				},
-				"name": "legacy",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "kubeflow.org/v1",
-					"kind": "JAXJob",
-					"metadata": {
-						"name": "legacy",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runPolicy": {
-							"cleanPodPolicy": "None",
-							"managedBy": "kueue.x-k8s.io/multikueue",
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "kubeflow.org",
-					"kind": "JAXJob",
-					"version": "v1",
-				},
-				"requestResource": {
-					"group": "kubeflow.org",
-					"resource": "jaxjobs",
-					"version": "v1",
-				},
-				"resource": {
-					"group": "kubeflow.org",
-					"resource": "jaxjobs",
-					"version": "v1",
-				},
-				"uid": "f1f182b2-dc08-54c9-9f90-6bfaf13af33a",
-				"userInfo": {
-					"username": "trainer-policy-review",
-				},
+				"spec": {"runPolicy": {
+					"cleanPodPolicy": "None",
+					"managedBy": "kueue.x-k8s.io/multikueue",
+				}},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "kubeflow.org",
+				"kind": "JAXJob",
+				"version": "v1",
+			},
+			"requestResource": {
+				"group": "kubeflow.org",
+				"resource": "jaxjobs",
+				"version": "v1",
+			},
+			"resource": {
+				"group": "kubeflow.org",
+				"resource": "jaxjobs",
+				"version": "v1",
+			},
+			"uid": "f1f182b2-dc08-54c9-9f90-6bfaf13af33a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }

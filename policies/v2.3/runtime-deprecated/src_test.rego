@@ -5,792 +5,575 @@ package trainerruntimedeprecated
 
 # CREATE of a deprecated ClusterTrainingRuntime: a warning.
 test_deprecated_runtime_created if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "old-runtime",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {
+					"labels": {"trainer.kubeflow.org/support": "deprecated"},
+					"name": "old-runtime",
 				},
-				"name": "old-runtime",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"labels": {
-							"trainer.kubeflow.org/support": "deprecated",
-						},
-						"name": "old-runtime",
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
 					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "d1d2fe52-0776-58e2-9d0d-a53a23c2eceb",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "d1d2fe52-0776-58e2-9d0d-a53a23c2eceb",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == {{"details": {"detail": "ClusterTrainingRuntime \"old-runtime\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy", "field": "metadata.labels[trainer.kubeflow.org/support]", "type": "Invalid"}, "msg": "metadata.labels[trainer.kubeflow.org/support]: Invalid: ClusterTrainingRuntime \"old-runtime\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy"}}
 }
 
 # Without the label: nothing.
 test_supported_runtime_created if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"name": "old-runtime",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"name": "old-runtime",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "old-runtime",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "old-runtime"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
 					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "1bb84f3d-083d-5dd7-83a1-7013d6a21bac",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "1bb84f3d-083d-5dd7-83a1-7013d6a21bac",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Only the exact value `deprecated` counts.
 test_label_value_is_exact if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "old-runtime",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {
+					"labels": {"trainer.kubeflow.org/support": "Deprecated"},
+					"name": "old-runtime",
 				},
-				"name": "old-runtime",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"labels": {
-							"trainer.kubeflow.org/support": "Deprecated",
-						},
-						"name": "old-runtime",
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
 					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "c0fdfd17-2162-5c2d-8903-787a400968ba",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "c0fdfd17-2162-5c2d-8903-787a400968ba",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Upstream warns on CREATE only.
 test_update_not_warned if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"name": "old-runtime",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {
+					"labels": {"trainer.kubeflow.org/support": "deprecated"},
+					"name": "old-runtime",
 				},
-				"name": "old-runtime",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"labels": {
-							"trainer.kubeflow.org/support": "deprecated",
-						},
-						"name": "old-runtime",
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
 					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
 							},
 						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"name": "old-runtime",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
 							},
 						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "clustertrainingruntimes",
-					"version": "v1alpha1",
-				},
-				"uid": "0d84eb0a-7544-52a3-9661-5c030665c285",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					]}},
 				},
 			},
-		}
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "old-runtime"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "clustertrainingruntimes",
+				"version": "v1alpha1",
+			},
+			"uid": "0d84eb0a-7544-52a3-9661-5c030665c285",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
 	result == set()
 }
 
 # Audit lists deprecated runtimes.
 test_audit_warned if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "ClusterTrainingRuntime",
-					"version": "v1alpha1",
-				},
-				"name": "old-runtime",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "ClusterTrainingRuntime",
-					"metadata": {
-						"labels": {
-							"trainer.kubeflow.org/support": "deprecated",
-						},
-						"name": "old-runtime",
-					},
-					"spec": {
-						"mlPolicy": {
-							"numNodes": 1,
-							"torch": {
-								"numProcPerNode": "auto",
-							},
-						},
-						"template": {
-							"spec": {
-								"replicatedJobs": [
-									{
-										"name": "dataset-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "dataset-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "model-initializer",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "model-initializer",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-									{
-										"name": "node",
-										"template": {
-											"metadata": {
-												"labels": {
-													"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-												},
-											},
-											"spec": {
-												"template": {
-													"spec": {
-														"containers": [
-															{
-																"image": "busybox",
-																"name": "node",
-															},
-															{
-																"image": "busybox",
-																"name": "sidecar",
-															},
-														],
-														"initContainers": [
-															{
-																"image": "busybox",
-																"name": "setup",
-															},
-														],
-													},
-												},
-											},
-										},
-									},
-								],
-							},
-						},
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "ClusterTrainingRuntime",
+				"version": "v1alpha1",
 			},
-		}
+			"name": "old-runtime",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {
+					"labels": {"trainer.kubeflow.org/support": "deprecated"},
+					"name": "old-runtime",
+				},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
 	result == {{"details": {"detail": "ClusterTrainingRuntime \"old-runtime\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy", "field": "metadata.labels[trainer.kubeflow.org/support]", "type": "Invalid"}, "msg": "metadata.labels[trainer.kubeflow.org/support]: Invalid: ClusterTrainingRuntime \"old-runtime\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: https://www.kubeflow.org/docs/components/trainer/operator-guides/runtime/#runtime-deprecation-policy"}}
 }

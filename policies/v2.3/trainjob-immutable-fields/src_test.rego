@@ -5,4453 +5,2930 @@ package trainertrainjobimmutablefields
 
 # Nothing changed.
 test_unchanged_allowed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "f4beba99-f712-5bcf-994c-3317958b3395",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "f4beba99-f712-5bcf-994c-3317958b3395",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # runtimeRef is immutable in every profile (v2.0/v2.1 `runtimeRef is immutable`, v2.2+ `field is immutable`).
 test_runtime_ref_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "0332eaaa-73a3-5497-af10-96b385ec8186",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "0332eaaa-73a3-5497-af10-96b385ec8186",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimeRef", "type": "Invalid"}, "msg": "spec.runtimeRef: Invalid: field is immutable"}}
 }
 
 # v2.2+: spec.trainer is immutable as a whole (numNodes may change before v2.2).
 test_trainer_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 3,
-						},
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-						"trainer": {
-							"numNodes": 2,
-						},
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "da9181ad-7716-5820-80b8-de664c09e40e",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 3},
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
+					"trainer": {"numNodes": 2},
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "da9181ad-7716-5820-80b8-de664c09e40e",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.trainer", "type": "Invalid"}, "msg": "spec.trainer: Invalid: field is immutable"}}
 }
 
 # v2.2+: spec.initializer is immutable.
 test_initializer_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://b",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://a",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "b3d1106a-e881-5252-8971-cd8c82847d46",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://b"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://a"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "b3d1106a-e881-5252-8971-cd8c82847d46",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.initializer", "type": "Invalid"}, "msg": "spec.initializer: Invalid: field is immutable"}}
 }
 
 # v2.2+: spec.activeDeadlineSeconds is immutable (the field does not exist before).
 test_active_deadline_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"activeDeadlineSeconds": 120,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"activeDeadlineSeconds": 60,
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "14b92c08-0051-5d13-9aff-596fbff6ecc5",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"activeDeadlineSeconds": 120,
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"activeDeadlineSeconds": 60,
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "14b92c08-0051-5d13-9aff-596fbff6ecc5",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.activeDeadlineSeconds", "type": "Invalid"}, "msg": "spec.activeDeadlineSeconds: Invalid: field is immutable"}}
 }
 
 # Setting a field that was unset is not a change to a CEL transition rule.
 test_initializer_added if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"initializer": {
-							"dataset": {
-								"storageUri": "hf://a",
-							},
-						},
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "33b4b16f-3712-5666-9b20-4d68c80bcc2a",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"initializer": {"dataset": {"storageUri": "hf://a"}},
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "33b4b16f-3712-5666-9b20-4d68c80bcc2a",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # CREATE has no old object.
 test_create_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": null,
-				"operation": "CREATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "CreateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "5808a31c-23a3-5828-b16f-e909da1c050b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": null,
+			"operation": "CREATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "CreateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "5808a31c-23a3-5828-b16f-e909da1c050b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"other": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "other"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
 						},
 					},
-				},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
 			},
-		}
+		}}}}}
 	result == set()
 }
 
 # Audit has no old object: transition rules never fire.
 test_audit_not_checked if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimeRef": {
-							"name": "other",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": null,
-				"operation": "",
-				"options": null,
-				"resource": {
-					"group": "",
-					"resource": "",
-					"version": "",
-				},
-				"uid": "",
-				"userInfo": {},
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimeRef": {"name": "other"},
+					"suspend": true,
 				},
 			},
-		}
+			"oldObject": null,
+			"operation": "",
+			"options": null,
+			"resource": {
+				"group": "",
+				"resource": "",
+				"version": "",
+			},
+			"uid": "",
+			"userInfo": {},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"other": {
+			"apiVersion": "trainer.kubeflow.org/v1alpha1",
+			"kind": "ClusterTrainingRuntime",
+			"metadata": {"name": "other"},
+			"spec": {
+				"mlPolicy": {
+					"numNodes": 1,
+					"torch": {"numProcPerNode": "auto"},
+				},
+				"template": {"spec": {"replicatedJobs": [
+					{
+						"name": "dataset-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "dataset-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/dataset",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "model-initializer",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+							"spec": {"template": {"spec": {"containers": [{
+								"image": "busybox",
+								"name": "model-initializer",
+								"volumeMounts": [{
+									"mountPath": "/workspace/model",
+									"name": "initializer",
+								}],
+							}]}}},
+						},
+					},
+					{
+						"name": "node",
+						"template": {
+							"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+							"spec": {"template": {"spec": {
+								"containers": [
+									{
+										"image": "busybox",
+										"name": "node",
+									},
+									{
+										"image": "busybox",
+										"name": "sidecar",
+									},
+								],
+								"initContainers": [{
+									"image": "busybox",
+									"name": "setup",
+								}],
+							}}},
+						},
+					},
+				]}},
+			},
+		}}}}}
 	result == set()
 }
 
 # v2.2+: serviceAccountName and containers of the same manager's patch of the same job: each Invalid at the new object's indexes.
 test_patch_pod_fields_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "acme.io/other",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"env": [],
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "b",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+				"spec": {
+					"runtimePatches": [
+						{
+							"manager": "acme.io/other",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {}}}},
+							}]}}},
 						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "acme.io/other",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
+						{
+							"manager": "example.com/site",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{
+										"env": [],
+										"name": "node",
+									}],
+									"serviceAccountName": "b",
+								}}}},
+							}]}}},
 						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "fa440e07-86b5-550e-b5dd-e7da62344396",
-				"userInfo": {
-					"username": "trainer-policy-review",
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [
+						{
+							"manager": "acme.io/other",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {}}}},
+							}]}}},
 						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+						{
+							"manager": "example.com/site",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "a",
+								}}}},
+							}]}}},
 						},
-					},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "fa440e07-86b5-550e-b5dd-e7da62344396",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[1].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName", "type": "Invalid"}, "msg": "spec.runtimePatches[1].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName: Invalid: field is immutable"}, {"details": {"detail": "field is immutable", "field": "spec.runtimePatches[1].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.containers", "type": "Invalid"}, "msg": "spec.runtimePatches[1].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: Invalid: field is immutable"}}
 }
 
 # nodeSelector (and tolerations, affinity, schedulingGates, metadata) may change.
 test_patch_mutable_fields_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"nodeSelector": {
-																		"a": "b",
-																	},
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "807df4eb-8362-5b76-8ed0-351345f39a3b",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {
+								"containers": [{"name": "node"}],
+								"nodeSelector": {"a": "b"},
+								"serviceAccountName": "a",
+							}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {
+								"containers": [{"name": "node"}],
+								"serviceAccountName": "a",
+							}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "807df4eb-8362-5b76-8ed0-351345f39a3b",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # Adding a field is not a transition CEL can see.
 test_patch_field_added if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "59e5a5da-99e7-51f7-acaf-1649d23bafe6",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {
+								"containers": [{"name": "node"}],
+								"serviceAccountName": "a",
+							}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "59e5a5da-99e7-51f7-acaf-1649d23bafe6",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }
 
 # An old object whose patches repeat a manager (listType=map forbids it, an odd object may have it): each patch of that manager is paired with the new one, and only the same job's fields are compared.
 test_patch_manager_repeated if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "b",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "fba4886b-c377-5657-99d5-9fdd370419a8",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {
+								"containers": [{"name": "node"}],
+								"serviceAccountName": "b",
+							}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [
+						{
+							"manager": "example.com/site",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "a",
+								}}}},
+							}]}}},
 						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
+						{
+							"manager": "example.com/site",
+							"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+								"name": "dataset-initializer",
+								"template": {"spec": {"template": {"spec": {}}}},
+							}]}}},
 						},
-					},
+					],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "fba4886b-c377-5657-99d5-9fdd370419a8",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName: Invalid: field is immutable"}}
 }
 
 # An old patch whose jobs repeat a name (listType=map forbids it, an odd object may have it): each old job of that name is paired with the new one (an equal one is passed over), other names are not.
 test_patch_job_name_repeated if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
 							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "z",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "b",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
+								"name": "dataset-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "z"}}}},
 							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
 							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "z",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "b",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "b",
+								}}}},
 							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "6afaf671-716e-58c6-9af5-b6d8455d26b4",
-				"userInfo": {
-					"username": "trainer-policy-review",
+						]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+							{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "a",
+								}}}},
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+							{
+								"name": "dataset-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "z"}}}},
 							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
+							{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "b",
+								}}}},
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+						]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "6afaf671-716e-58c6-9af5-b6d8455d26b4",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].template.spec.template.spec.serviceAccountName", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].template.spec.template.spec.serviceAccountName: Invalid: field is immutable"}}
 }
 
 # A patch of three jobs, reordered, whose node's containers changed: jobs are paired by name, not position, and only the changed one is Invalid, at its new index.
 test_patch_one_job_of_several_changed if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
 							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"env": [],
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
+								"name": "dataset-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "a"}}}},
 							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
 							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "model-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-												{
-													"name": "dataset-initializer",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
+								"name": "model-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "a"}}}},
 							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "beacba06-c41d-588a-a9f1-ba97e1c95598",
-				"userInfo": {
-					"username": "trainer-policy-review",
+							{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{
+										"env": [],
+										"name": "node",
+									}],
+									"serviceAccountName": "a",
+								}}}},
+							},
+						]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+							{
+								"name": "node",
+								"template": {"spec": {"template": {"spec": {
+									"containers": [{"name": "node"}],
+									"serviceAccountName": "a",
+								}}}},
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
+							{
+								"name": "model-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "a"}}}},
 							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
+							{
+								"name": "dataset-initializer",
+								"template": {"spec": {"template": {"spec": {"serviceAccountName": "a"}}}},
 							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+						]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "beacba06-c41d-588a-a9f1-ba97e1c95598",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == {{"details": {"detail": "field is immutable", "field": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[2].template.spec.template.spec.containers", "type": "Invalid"}, "msg": "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[2].template.spec.template.spec.containers: Invalid: field is immutable"}}
 }
 
 # A patch under a new manager is not correlated with the old one.
 test_patch_of_another_manager if {
-	result := violation
-		with input as {
-			"parameters": {},
-			"review": {
-				"dryRun": false,
-				"kind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
+	result := violation with input as {
+		"parameters": {},
+		"review": {
+			"dryRun": false,
+			"kind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"name": "job",
+			"namespace": "team-a",
+			"object": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
 				},
-				"name": "job",
-				"namespace": "team-a",
-				"object": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "acme.io/new",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"serviceAccountName": "b",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"oldObject": {
-					"apiVersion": "trainer.kubeflow.org/v1alpha1",
-					"kind": "TrainJob",
-					"metadata": {
-						"name": "job",
-						"namespace": "team-a",
-					},
-					"spec": {
-						"runtimePatches": [
-							{
-								"manager": "example.com/site",
-								"trainingRuntimeSpec": {
-									"template": {
-										"spec": {
-											"replicatedJobs": [
-												{
-													"name": "node",
-													"template": {
-														"spec": {
-															"template": {
-																"spec": {
-																	"containers": [
-																		{
-																			"name": "node",
-																		},
-																	],
-																	"serviceAccountName": "a",
-																},
-															},
-														},
-													},
-												},
-											],
-										},
-									},
-								},
-							},
-						],
-						"runtimeRef": {
-							"name": "torch-distributed",
-						},
-						"suspend": true,
-					},
-				},
-				"operation": "UPDATE",
-				"options": {
-					"apiVersion": "meta.k8s.io/v1",
-					"kind": "UpdateOptions",
-				},
-				"requestKind": {
-					"group": "trainer.kubeflow.org",
-					"kind": "TrainJob",
-					"version": "v1alpha1",
-				},
-				"requestResource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"resource": {
-					"group": "trainer.kubeflow.org",
-					"resource": "trainjobs",
-					"version": "v1alpha1",
-				},
-				"uid": "67a4da7c-d374-548f-91f5-4c471bae64db",
-				"userInfo": {
-					"username": "trainer-policy-review",
+				"spec": {
+					"runtimePatches": [{
+						"manager": "acme.io/new",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {"serviceAccountName": "b"}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
-		with data.inventory as {
-			"cluster": {
-				"trainer.kubeflow.org/v1alpha1": {
-					"ClusterTrainingRuntime": {
-						"other": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "other",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-						"torch-distributed": {
-							"apiVersion": "trainer.kubeflow.org/v1alpha1",
-							"kind": "ClusterTrainingRuntime",
-							"metadata": {
-								"name": "torch-distributed",
-							},
-							"spec": {
-								"mlPolicy": {
-									"numNodes": 1,
-									"torch": {
-										"numProcPerNode": "auto",
-									},
-								},
-								"template": {
-									"spec": {
-										"replicatedJobs": [
-											{
-												"name": "dataset-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "dataset-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "model-initializer",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "model-initializer",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-											{
-												"name": "node",
-												"template": {
-													"metadata": {
-														"labels": {
-															"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
-														},
-													},
-													"spec": {
-														"template": {
-															"spec": {
-																"containers": [
-																	{
-																		"image": "busybox",
-																		"name": "node",
-																	},
-																	{
-																		"image": "busybox",
-																		"name": "sidecar",
-																	},
-																],
-																"initContainers": [
-																	{
-																		"image": "busybox",
-																		"name": "setup",
-																	},
-																],
-															},
-														},
-													},
-												},
-											},
-										],
-									},
-								},
-							},
-						},
-					},
+			"oldObject": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "TrainJob",
+				"metadata": {
+					"name": "job",
+					"namespace": "team-a",
+				},
+				"spec": {
+					"runtimePatches": [{
+						"manager": "example.com/site",
+						"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+							"name": "node",
+							"template": {"spec": {"template": {"spec": {
+								"containers": [{"name": "node"}],
+								"serviceAccountName": "a",
+							}}}},
+						}]}}},
+					}],
+					"runtimeRef": {"name": "torch-distributed"},
+					"suspend": true,
 				},
 			},
-		}
+			"operation": "UPDATE",
+			"options": {
+				"apiVersion": "meta.k8s.io/v1",
+				"kind": "UpdateOptions",
+			},
+			"requestKind": {
+				"group": "trainer.kubeflow.org",
+				"kind": "TrainJob",
+				"version": "v1alpha1",
+			},
+			"requestResource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"resource": {
+				"group": "trainer.kubeflow.org",
+				"resource": "trainjobs",
+				"version": "v1alpha1",
+			},
+			"uid": "67a4da7c-d374-548f-91f5-4c471bae64db",
+			"userInfo": {"username": "trainer-policy-review"},
+		},
+	}
+		with data.inventory as {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {
+			"other": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "other"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+			"torch-distributed": {
+				"apiVersion": "trainer.kubeflow.org/v1alpha1",
+				"kind": "ClusterTrainingRuntime",
+				"metadata": {"name": "torch-distributed"},
+				"spec": {
+					"mlPolicy": {
+						"numNodes": 1,
+						"torch": {"numProcPerNode": "auto"},
+					},
+					"template": {"spec": {"replicatedJobs": [
+						{
+							"name": "dataset-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "dataset-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/dataset",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "model-initializer",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "model-initializer"}},
+								"spec": {"template": {"spec": {"containers": [{
+									"image": "busybox",
+									"name": "model-initializer",
+									"volumeMounts": [{
+										"mountPath": "/workspace/model",
+										"name": "initializer",
+									}],
+								}]}}},
+							},
+						},
+						{
+							"name": "node",
+							"template": {
+								"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+								"spec": {"template": {"spec": {
+									"containers": [
+										{
+											"image": "busybox",
+											"name": "node",
+										},
+										{
+											"image": "busybox",
+											"name": "sidecar",
+										},
+									],
+									"initContainers": [{
+										"image": "busybox",
+										"name": "setup",
+									}],
+								}}},
+							},
+						},
+					]}},
+				},
+			},
+		}}}}
 	result == set()
 }

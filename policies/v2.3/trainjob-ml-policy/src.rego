@@ -2,7 +2,7 @@
 # Change the rule catalog (generator/catalog/) and run `trainer-policy generate`; CI runs `trainer-policy generate --check`.
 
 # METADATA
-# title: TrainJob settings fit its runtime's MPI or Torch policy (reserved envs, torchtune models)
+# title: TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)
 # description: >-
 #   The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of
 #   the runtime read from data.inventory (a runtime that cannot be read is reported by
@@ -16,9 +16,11 @@
 #   admits the shared spec's llama3_2/7B, which the pre-release constants list, since the v2.0.0 set is
 #   unconfirmed), numNodes > 1 only for llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B
 #   refused; distributed QLoRA on llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and
-#   runtime-managed trainer args checks. An unset numNodes counts as 1 (v2.0/v2.1 upstream dereference
-#   it unchecked and fail with a server error). The numProcPerNode type checks are gone from v2.2, whose
-#   CRD types the field int32.
+#   runtime-managed trainer args checks. XGBoost (v2.2+, whenever spec.trainer is set):
+#   spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or
+#   DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset numNodes counts
+#   as 1 (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The numProcPerNode
+#   type checks are gone from v2.2, whose CRD types the field int32.
 # custom:
 #   id: trainjob-ml-policy
 #   profile: v2.3
@@ -111,6 +113,21 @@ violation contains v if {
 	torch
 	count(configured_reserved) > 0
 	v := violations.make("spec.trainer.env", "Invalid", sprintf("must not have reserved envs, invalid envs configured: [%s]", [concat(" ", sort(configured_reserved))]))
+}
+
+xgboost_reserved_envs := {"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"}
+
+# METADATA
+# title: XGBoost reserved envs
+# description: Forbidden at spec.trainer.env[i] for each DMLC_* variable the XGBoost plugin injects.
+violation contains v if {
+	checked
+	is_object(review.get(ml, ["xgboost"], null))
+	is_object(trainer)
+	some i, env in review.array(review.get(trainer, ["env"], []))
+	name := env.name
+	name in xgboost_reserved_envs
+	v := violations.make(sprintf("spec.trainer.env[%d]", [i]), "Forbidden", sprintf("%s is reserved for the XGBoost runtime", [name]))
 }
 
 torchtune if {

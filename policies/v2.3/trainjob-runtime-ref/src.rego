@@ -14,16 +14,20 @@
 #   what upstream prints); a kind with no objects in the inventory is reported as not synced (Internal)
 #   instead of claiming the runtime is missing. As upstream, a missing runtime is the only error. Then:
 #   spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an
-#   (init)container of that name; each override entry (v2.0 podSpecOverrides, v2.1 podTemplateOverrides,
-#   v2.2+ each runtimePatches replicated job) must target an existing job, its initContainer and
-#   container overrides must name (init)containers of that job, and containers node, dataset-initializer
-#   and model-initializer must not get env. Container names are checked against the runtime template
-#   BEFORE the overrides are merged: upstream merges first (strategic merge by name), so a container it
-#   lacks is added and never reported; this project does not copy that order. v2.0 reports a targetJob
-#   named more than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1
-#   also report the container overrides of a missing target (upstream does not `continue`), v2.2+ skip
-#   them and use the detail `must not have replicated job that doesn't exist in the runtime job
-#   template`. v2.2+ check each patch's manager with apimachinery's IsDomainPrefixedPath at
+#   (init)container of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that
+#   mounts the volume `initializer` (`must have volumeMount with name - initializer in container <c> of
+#   the <job> job`; checked only once the job and container exist; an initContainer's mount does not
+#   count; a runtimePatch of that container that adds the mount counts, since upstream validates the
+#   merged template); each override entry (v2.0 podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each
+#   runtimePatches replicated job) must target an existing job, its initContainer and container
+#   overrides must name (init)containers of that job, and containers node, dataset-initializer and
+#   model-initializer must not get env. Container names are checked against the runtime template BEFORE
+#   the overrides are merged: upstream merges first (strategic merge by name), so a container it lacks
+#   is added and never reported; this project does not copy that order. v2.0 reports a targetJob named
+#   more than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1 also
+#   report the container overrides of a missing target (upstream does not `continue`), v2.2+ skip them
+#   and use the detail `must not have replicated job that doesn't exist in the runtime job template`.
+#   v2.2+ check each patch's manager with apimachinery's IsDomainPrefixedPath at
 #   spec.runtimePatches.manager (messages read from apimachinery's validation code). The
 #   ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef`
 #   typo.
@@ -114,6 +118,57 @@ violation contains v if {
 	init.job in job_names
 	not [init.job, init.job] in job_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
+}
+
+initializer_volume := "initializer"
+
+# METADATA
+# title: initializer volumeMount missing
+# description: >-
+#   Invalid when the initializer job has its container but the main container of that name does not mount
+#   the volume `initializer` (an initContainer's mount does not count; upstream checks main containers only).
+#   Checked only once the job and its container exist, as upstream does.
+violation contains v if {
+	checked
+	lookup.found
+	some init in configured_initializers
+	init.job in job_names
+	[init.job, init.job] in job_containers
+	not [init.job, init.job] in mounted_initializer_containers
+	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have volumeMount with name - %s in container %s of the %s job", [initializer_volume, init.job, init.job]))
+}
+
+# METADATA
+# title: mounted_initializer_containers
+# description: >-
+#   [job, container] of each main container of the runtime template that mounts `initializer`, or that a
+#   runtime patch gives such a mount: upstream validates the template after merging the patches.
+mounted_initializer_containers contains [job_name, c] if {
+	some job in runtime.requested_jobs
+	job_name := object.get(job, "name", null)
+	some init in configured_initializers
+	job_name == init.job
+	some c in mounting_containers(object.get(job, ["template", "spec", "template", "spec", "containers"], []))
+}
+
+mounted_initializer_containers contains [t.job, c] if {
+	some t in targets
+	some init in configured_initializers
+	t.job == init.job
+	some c in mounting_containers(t.containers)
+}
+
+# METADATA
+# title: mounting_containers
+# description: Names of the containers in `list` with a volumeMount named `initializer`.
+mounting_containers(list) := {name |
+	is_array(list)
+	some container in list
+	mounts := object.get({"container": container}, ["container", "volumeMounts"], [])
+	is_array(mounts)
+	some mount in mounts
+	object.get({"mount": mount}, ["mount", "name"], null) == initializer_volume
+	name := object.get({"container": container}, ["container", "name"], null)
 }
 
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}

@@ -21,6 +21,8 @@ class MLPolicySettings:
     """C9 LoRA multi-node and immutable trainer args checks (v2.3)."""
     torchtune_models: tuple[str, ...]
     """Models a torchtune TrainJob may name (upstream's TorchTuneSupportedPretrainedModels)."""
+    xgboost_reserved_envs: bool
+    """v2.2+: the XGBoost plugin (kubeflow/trainer#3200) forbids the DMLC_* envs it injects."""
 
 
 LATER_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
@@ -39,24 +41,28 @@ SETTINGS = {
         torchtune_qlora_checks=False,
         torchtune_lora_args_checks=False,
         torchtune_models=V2_0_MODELS,
+        xgboost_reserved_envs=False,
     ),
     "v2.1": MLPolicySettings(
         num_proc_per_node_int_or_string=True,
         torchtune_qlora_checks=True,
         torchtune_lora_args_checks=False,
         torchtune_models=LATER_MODELS,
+        xgboost_reserved_envs=False,
     ),
     "v2.2": MLPolicySettings(
         num_proc_per_node_int_or_string=False,
         torchtune_qlora_checks=True,
         torchtune_lora_args_checks=False,
         torchtune_models=LATER_MODELS,
+        xgboost_reserved_envs=True,
     ),
     "v2.3": MLPolicySettings(
         num_proc_per_node_int_or_string=False,
         torchtune_qlora_checks=True,
         torchtune_lora_args_checks=True,
         torchtune_models=LATER_MODELS,
+        xgboost_reserved_envs=True,
     ),
 }
 
@@ -385,13 +391,58 @@ def _torchtune_cases(p: Profile) -> list[Case]:
     ]
 
 
+XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
+
+
+def _xgboost_cases(p: Profile) -> list[Case]:
+    xgboost = (runtime("xgboost-distributed", ml_policy={"numNodes": 1, "xgboost": {}}),)
+    checked = SETTINGS[p.name].xgboost_reserved_envs
+
+    def tj(env: list[dict[str, Any]]) -> dict[str, Any]:
+        return trainjob(p, runtime="xgboost-distributed", trainer={"numNodes": 2, "env": env})
+
+    def forbidden(i: int, name: str) -> Expected:
+        return Expected(f"spec.trainer.env[{i}]", "Forbidden", f"{name} is reserved for the XGBoost runtime")
+
+    env = [{"name": "DMLC_NUM_WORKER", "value": "8"}, {"name": "NTHREAD", "value": "4"}, {"name": "DMLC_TASK_ID"}]
+    return [
+        Case(
+            "xgboost_plain_allowed",
+            "An XGBoost TrainJob with its own envs.",
+            tj([{"name": "NTHREAD", "value": "4"}]),
+            cluster=xgboost,
+        ),
+        Case(
+            "xgboost_reserved_envs",
+            "v2.2+: each DMLC_* env the XGBoost plugin injects is Forbidden at its index (earlier releases have no "
+            "XGBoost runtime).",
+            tj(env),
+            cluster=xgboost,
+            expected=(forbidden(0, "DMLC_NUM_WORKER"), forbidden(2, "DMLC_TASK_ID")) if checked else (),
+        ),
+        Case(
+            "xgboost_reserved_envs_on_torch_runtime",
+            "DMLC_* envs are only reserved on an XGBoost runtime.",
+            trainjob(p, trainer={"env": [{"name": "DMLC_TRACKER_URI", "value": "x"}]}),
+            cluster=(runtime(),),
+        ),
+        Case(
+            "xgboost_every_reserved_env",
+            "v2.2+: DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_WORKER.",
+            tj([{"name": n, "value": "1"} for n in XGBOOST_RESERVED]),
+            cluster=xgboost,
+            expected=tuple(forbidden(i, n) for i, n in enumerate(XGBOOST_RESERVED)) if checked else (),
+        ),
+    ]
+
+
 def cases(p: Profile) -> list[Case]:
-    return _torch_cases(p) + _mpi_cases(p) + _torchtune_cases(p)
+    return _torch_cases(p) + _mpi_cases(p) + _torchtune_cases(p) + _xgboost_cases(p)
 
 
 RULE = Rule(
     id="trainjob-ml-policy",
-    title="TrainJob settings fit its runtime's MPI or Torch policy (reserved envs, torchtune models)",
+    title="TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)",
     description=(
         "The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the "
         "runtime read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, "
@@ -404,7 +455,10 @@ RULE = Rule(
         "(upstream's constants from v2.1; v2.0 also admits the shared spec's llama3_2/7B, which the pre-release "
         "constants list, since the v2.0.0 set is unconfirmed), numNodes > 1 only for "
         "llama3_3/70B; v2.1+ add upstream's QLoRA checks (qwen2_5/1.5B refused; distributed QLoRA on "
-        "llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. An unset "
+        "llama3_2/1B and 3B refused), v2.3 the LoRA multi-node and runtime-managed trainer args checks. "
+        "XGBoost (v2.2+, whenever "
+        "spec.trainer is set): spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or "
+        "DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset "
         "numNodes counts as 1 (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The "
         "numProcPerNode type checks are gone from v2.2, whose CRD types the field int32."
     ),
@@ -414,7 +468,7 @@ RULE = Rule(
         "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
     ),
     spec_section="E6-E7",
-    version="1.0.9",
+    version="1.1.1",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

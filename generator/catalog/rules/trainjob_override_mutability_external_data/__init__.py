@@ -173,7 +173,7 @@ RULE = Rule(
     "own request handler.",
     rationale=RATIONALE,
     spec_section="A, B",
-    version="1.1.0",
+    version="1.1.1",
     match=MATCH,
     operations=("UPDATE",),
     parameters=(

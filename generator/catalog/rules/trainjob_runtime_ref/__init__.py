@@ -14,13 +14,15 @@ from kubeflow_trainer_policy.profiles import Profile
 class RuntimeRefSettings:
     duplicate_target_check: bool
     """E5 (v2.0 only): a targetJob named twice over all override entries is a Duplicate."""
+    initializer_volume_mount_check: bool
+    """E4 (v2.3 only, kubeflow/trainer#3714): a configured initializer's container mounts the volume `initializer`."""
 
 
 SETTINGS = {
-    "v2.0": RuntimeRefSettings(duplicate_target_check=True),
-    "v2.1": RuntimeRefSettings(duplicate_target_check=False),
-    "v2.2": RuntimeRefSettings(duplicate_target_check=False),
-    "v2.3": RuntimeRefSettings(duplicate_target_check=False),
+    "v2.0": RuntimeRefSettings(duplicate_target_check=True, initializer_volume_mount_check=False),
+    "v2.1": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=False),
+    "v2.2": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=False),
+    "v2.3": RuntimeRefSettings(duplicate_target_check=False, initializer_volume_mount_check=True),
 }
 
 RUNTIME_KINDS = DataNeeds(
@@ -117,6 +119,131 @@ def _manager_cases(p: Profile, cluster: tuple) -> list[Case]:
             patched(""),
             cluster=cluster,
             expected=(Expected(path, "Required", ""),),
+        ),
+    ]
+
+
+def volume_mount_missing(initializer: str) -> Expected:
+    return Expected(
+        REF,
+        "Invalid",
+        f"must have volumeMount with name - initializer in container {initializer} of the {initializer} job",
+    )
+
+
+def _volume_mount_cases(p: Profile) -> list[Case]:
+    """E4's v2.3 volumeMount check (kubeflow/trainer#3714), built for every profile: earlier ones admit them all."""
+    checked = SETTINGS[p.name].initializer_volume_mount_check
+
+    def denied(*initializers: str) -> tuple[Expected, ...]:
+        return tuple(volume_mount_missing(i) for i in initializers) if checked else ()
+
+    bare = runtime(
+        jobs=[
+            job("dataset-initializer", ancestor="dataset-initializer", initializer_mounts=False),
+            job("model-initializer", ancestor="model-initializer", initializer_mounts=False),
+            job("node", ancestor="trainer"),
+        ]
+    )
+    wrong_name = runtime(
+        jobs=[
+            job("dataset-initializer", ancestor="dataset-initializer"),
+            job("model-initializer", ancestor="model-initializer", initializer_mounts=False),
+            job("node", ancestor="trainer"),
+        ]
+    )
+    model_job = wrong_name["spec"]["template"]["spec"]["replicatedJobs"][1]
+    model_job["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "model-cache", "mountPath": "/workspace/model"}
+    ]
+    sidecar_mount = runtime(
+        jobs=[
+            job("dataset-initializer", containers=["dataset-initializer", "sidecar"], initializer_mounts=False),
+            job("node", ancestor="trainer"),
+        ]
+    )
+    sidecar_mount["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][1]["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace/dataset"}]
+    init_mount = runtime(
+        jobs=[
+            job("dataset-initializer", containers=["loader"], init_containers=["dataset-initializer"]),
+            job("node", ancestor="trainer"),
+        ]
+    )
+    init_mount["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "initContainers"
+    ][0]["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace/dataset"}]
+    both = {"dataset": {"storageUri": "hf://d"}, "model": {"storageUri": "hf://m"}}
+    mount = {
+        "name": "dataset-initializer",
+        "volumeMounts": [{"name": "initializer", "mountPath": "/workspace/dataset"}],
+    }
+    return [
+        Case(
+            "initializer_volume_mounts_missing",
+            "v2.3: both configured initializers' containers lack a volumeMount named `initializer`: one error each "
+            "(earlier releases do not check mounts).",
+            trainjob(p, initializer=both),
+            cluster=(bare,),
+            expected=denied("dataset-initializer", "model-initializer"),
+        ),
+        Case(
+            "initializer_volume_mount_other_name",
+            "v2.3: a mount of another volume at the usual path does not count; the dataset initializer's mount "
+            "is fine.",
+            trainjob(p, initializer=both),
+            cluster=(wrong_name,),
+            expected=denied("model-initializer"),
+        ),
+        Case(
+            "initializer_volume_mount_on_other_container",
+            "v2.3: the mount must be on the container named like the job, not on a sidecar of that job.",
+            trainjob(p, initializer={"dataset": {}}),
+            cluster=(sidecar_mount,),
+            expected=denied("dataset-initializer"),
+        ),
+        Case(
+            "initializer_volume_mount_on_init_container",
+            "v2.3: an initContainer named dataset-initializer passes the container check, but upstream reads the "
+            "mount from the main containers only, so its own mount does not count.",
+            trainjob(p, initializer={"dataset": {}}),
+            cluster=(init_mount,),
+            expected=denied("dataset-initializer"),
+        ),
+        Case(
+            "initializer_volume_mount_not_needed",
+            "A runtime without initializer mounts is fine for a TrainJob that configures no initializer.",
+            trainjob(p),
+            cluster=(bare,),
+        ),
+        Case(
+            "initializer_volume_mount_from_override",
+            "An override of the initializer container that adds the mount: v2.3 validates the runtime template "
+            "after merging the TrainJob's runtimePatches, so the mount counts.",
+            trainjob(
+                p,
+                initializer={"dataset": {}},
+                overrides=[override_entry(p, ["dataset-initializer"], containers=[mount])],
+            ),
+            cluster=(bare,),
+        ),
+        Case(
+            "update_checks_initializer_volume_mount",
+            "UPDATE is checked too.",
+            trainjob(p, initializer={"model": {}}, extra={"suspend": True}),
+            operation="UPDATE",
+            old_object=trainjob(p, initializer={"model": {}}, extra={"suspend": True}),
+            cluster=(bare,),
+            expected=denied("model-initializer"),
+        ),
+        Case(
+            "audit_reports_initializer_volume_mount_missing",
+            "Audit reports a stored TrainJob whose runtime's initializer container lost its mount.",
+            trainjob(p, initializer={"dataset": {}}),
+            operation=AUDIT,
+            cluster=(bare,),
+            expected=denied("dataset-initializer"),
         ),
     ]
 
@@ -224,7 +351,7 @@ def cases(p: Profile) -> list[Case]:
         ),
         Case(
             "initializers_present",
-            "Dataset and model initializers with their jobs and containers.",
+            "Dataset and model initializers with their jobs and containers, each mounting the volume `initializer`.",
             trainjob(p, initializer={"dataset": {"storageUri": "hf://d"}, "model": {"storageUri": "hf://m"}}),
             cluster=cluster,
         ),
@@ -276,7 +403,8 @@ def cases(p: Profile) -> list[Case]:
         ),
         Case(
             "initializer_init_container_counts",
-            "An initContainer named dataset-initializer satisfies the container check.",
+            "An initContainer named dataset-initializer satisfies the container check (v2.3 then asks for the "
+            "volumeMount on a main container of that name: initializer_volume_mount_on_init_container).",
             trainjob(p, initializer={"dataset": {}}),
             cluster=(
                 runtime(
@@ -286,6 +414,9 @@ def cases(p: Profile) -> list[Case]:
                     ]
                 ),
             ),
+            expected=(volume_mount_missing("dataset-initializer"),)
+            if SETTINGS[p.name].initializer_volume_mount_check
+            else (),
         ),
         Case(
             "overrides_fit_the_runtime",
@@ -386,7 +517,7 @@ def cases(p: Profile) -> list[Case]:
     ]
     if p.override_field == "runtimePatches":
         result += _manager_cases(p, cluster)
-    return result
+    return result + _volume_mount_cases(p)
 
 
 RULE = Rule(
@@ -403,7 +534,11 @@ RULE = Rule(
         "prints); a kind with no objects in the inventory is reported as not synced (Internal) instead of "
         "claiming the runtime is missing. As upstream, a missing runtime is the only error. Then: "
         "spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an (init)container "
-        "of that name; each override entry (v2.0 podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each "
+        "of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that mounts the volume "
+        "`initializer` (`must have volumeMount with name - initializer in container <c> of the <job> job`; checked "
+        "only once the job and container exist; an initContainer's mount does not count; a runtimePatch of that "
+        "container that adds the mount counts, since upstream validates the merged template); each override entry "
+        "(v2.0 podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each "
         "runtimePatches replicated job) must target an existing job, its initContainer and container overrides "
         "must name (init)containers of that job, and containers node, dataset-initializer and model-initializer "
         "must not get env. Container names are checked against the runtime template BEFORE the overrides are "
@@ -424,7 +559,7 @@ RULE = Rule(
         "Gatekeeper's sync (the bundle's SyncSet)."
     ),
     spec_section="E2-E5",
-    version="1.0.9",
+    version="1.1.0",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

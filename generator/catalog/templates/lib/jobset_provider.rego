@@ -15,8 +15,16 @@ import data.lib.trainer.review
 #   One batched external_data call. Decides on system_error and errors (null lists guarded), never
 #   on status_code: answers served from Gatekeeper's cache carry status_code 0.
 from_external_data(provider, key) := {"errors": errors(response, key), "active": active_of(response, key)} if {
-	response := external_data({"provider": provider, "keys": [key]})
+	response := fetch(provider, [key])
 }
+
+# METADATA
+# title: fetch
+# description: >-
+#   The one external_data call. Unit tests replace this function (`with
+#   data.lib.trainer.jobset_provider.fetch as <answer>`): OPA's `with` cannot replace a builtin that its
+#   capabilities declare but that has no implementation, as external_data has none outside Gatekeeper.
+fetch(provider, keys) := external_data({"provider": provider, "keys": keys})
 
 errors(response, key) := [sprintf("%v", [e])] if {
 	e := system_error(response)

@@ -225,9 +225,11 @@ object_or_empty(value) := value if {
 } else := {}
 
 # {"requests": {name: nanos}, "invalid": {[kind, name]}} of a ResourceList (the Pod's overhead).
+# `k := kind` binds the argument in the body: the type checker of OPA 1.4.2 to 1.10.0 (Gatekeeper 3.20, 3.21)
+# refuses a comprehension head that uses an argument no body expression uses (OPA issue 5234).
 quantities(list, kind) := {
 	"requests": {name: n | some name, value in values; n := nanos.parse(value)},
-	"invalid": {[kind, name] | some name, value in values; not nanos.parse(value)},
+	"invalid": {[k, name] | some name, value in values; not nanos.parse(value); k := kind},
 } if {
 	values := object_or_empty(list)
 }

@@ -30,7 +30,7 @@ same(a, b) if {
 	d4 := differing_children(d3)
 	d5 := differing_children(d4)
 	d6 := differing_children(d5)
-	compared := ends(((((d0 | d1) | d2) | d3) | d4) | d5) | d6
+	compared := ends((((((d0 | d1) | d2) | d3) | d4) | d5)) | d6
 	every pair in compared {
 		same_pair(pair)
 	}

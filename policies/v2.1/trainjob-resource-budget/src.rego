@@ -132,7 +132,7 @@ over(total, maximum) if {
 	total >= nanos.beyond
 }
 
-unsure(maximum) := sprintf(" (both are at least %s, beyond exact comparison)", [nanos.format(nanos.beyond)]) if {
+unsure(maximum) := sprintf(" (both are at least %s, beyond exact comparison)", [nanos.beyond_text]) if {
 	maximum >= nanos.beyond
 } else := ""
 

@@ -468,7 +468,7 @@ RULE = Rule(
         "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
     ),
     spec_section="E6-E7",
-    version="1.1.1",
+    version="1.1.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),

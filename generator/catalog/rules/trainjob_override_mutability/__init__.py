@@ -246,7 +246,7 @@ RULE = Rule(
     "data provider, so `gator verify` runs its suite.",
     rationale=RATIONALE,
     spec_section="A, B",
-    version="2.1.1",
+    version="2.1.2",
     match=MATCH,
     operations=("UPDATE",),
     parameters=(),

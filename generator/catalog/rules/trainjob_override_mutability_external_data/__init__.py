@@ -173,7 +173,7 @@ RULE = Rule(
     "own request handler.",
     rationale=RATIONALE,
     spec_section="A, B",
-    version="1.1.1",
+    version="1.1.2",
     match=MATCH,
     operations=("UPDATE",),
     parameters=(

@@ -9,9 +9,11 @@
 #   int32, as apimachinery does), more than nine fractional digits round up (away from zero) to the next
 #   nano-unit, binary-SI values cap at 2^63-1 units. Values from `beyond` (10^1000 nano-units) on are
 #   `beyond`: no budget needs them, and they are compared as "at least that". Mantissas of more than
-#   `max_digits` significant digits are not parsed. Only integer arithmetic and comparison are used (exact in
-#   OPA for any size); `to_number` only ever sees at most 19 plain digits, so no builtin here can fail on a
-#   legal value (Gatekeeper would silently make it undefined).
+#   `max_digits` significant digits are not parsed. Only integer arithmetic and comparison are used;
+#   `to_number` only ever sees at most 19 plain digits, so no builtin here can fail on a legal value
+#   (Gatekeeper would silently make it undefined). The OPA of every Gatekeeper release rounds arithmetic
+#   results to a 64-bit mantissa (open-policy-agent/opa#6281): exact up to 2^64 nano-units and for round
+#   values such as `7Ei`; beyond, values closer than one part in 2^63 may compare equal there.
 package lib.trainer.nanos
 
 pattern := `^([+-]?)([0-9]*)(?:\.([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE]([+-]?[0-9]+))?$`
@@ -26,6 +28,13 @@ max_binary := 9223372036854775807000000000
 # title: beyond
 # description: The smallest value that is not exact (10^1000 nano-units); larger values are parsed as this.
 beyond := power_of_ten(1000)
+
+# METADATA
+# title: beyond_text
+# description: >-
+#   beyond in whole units, as text: format(beyond) is exact only where OPA's integers are (not in any
+#   Gatekeeper release's OPA).
+beyond_text := "1e991"
 
 max_digits := 1100
 
@@ -247,6 +256,6 @@ trim_digits(text, n, suffix) := concat("", [substring(text, 0, count(text) - n),
 # METADATA
 # title: describe
 # description: format, or "at least <beyond>" for a value that is beyond exact comparison.
-describe(nanos) := sprintf("at least %s", [format(beyond)]) if nanos >= beyond
+describe(nanos) := sprintf("at least %s", [beyond_text]) if nanos >= beyond
 
 describe(nanos) := format(nanos) if nanos < beyond

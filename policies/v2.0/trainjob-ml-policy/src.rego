@@ -119,9 +119,11 @@ violation contains v if {
 
 reserved_envs := {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
+# A plain reference per entry, not a function call: env may hold tens of thousands of entries (a reference
+# into a non-object is simply undefined).
 configured_reserved := {name |
 	some env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in reserved_envs
 }
 

@@ -26,7 +26,7 @@
 #   profile: v2.1
 package trainertrainjobmlpolicy
 
-import data.lib.trainer.quantity
+import data.lib.trainer.nanos
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
@@ -120,9 +120,11 @@ violation contains v if {
 
 reserved_envs := {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
+# A plain reference per entry, not a function call: env may hold tens of thousands of entries (a reference
+# into a non-object is simply undefined).
 configured_reserved := {name |
 	some env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in reserved_envs
 }
 
@@ -213,11 +215,11 @@ runtime_node_resources := [r |
 # title: gpus
 # description: GetNumGPUPerNode's count in requests or limits (a resource whose name contains gpu), rounded up.
 gpus(list) := max(counts) if {
-	counts := [ceil(x) |
+	counts := [nanos.ceil_units(n) |
 		some name, q in review.get(resources_per_node, [list], {})
 		is_string(name)
 		contains(lower(name), "gpu")
-		x := quantity.parse(q)
+		n := nanos.parse(q)
 	]
 	count(counts) > 0
 } else := 0

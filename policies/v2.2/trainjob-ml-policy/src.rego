@@ -26,7 +26,7 @@
 #   profile: v2.2
 package trainertrainjobmlpolicy
 
-import data.lib.trainer.quantity
+import data.lib.trainer.nanos
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
@@ -98,9 +98,11 @@ torch if {
 
 reserved_envs := {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
+# A plain reference per entry, not a function call: env may hold tens of thousands of entries (a reference
+# into a non-object is simply undefined).
 configured_reserved := {name |
 	some env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in reserved_envs
 }
 
@@ -123,7 +125,7 @@ violation contains v if {
 	is_object(review.get(ml, ["xgboost"], null))
 	is_object(trainer)
 	some i, env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in xgboost_reserved_envs
 	v := violations.make(sprintf("spec.trainer.env[%d]", [i]), "Forbidden", sprintf("%s is reserved for the XGBoost runtime", [name]))
 }
@@ -206,11 +208,11 @@ runtime_node_resources := [r |
 # title: gpus
 # description: GetNumGPUPerNode's count in requests or limits (a resource whose name contains gpu), rounded up.
 gpus(list) := max(counts) if {
-	counts := [ceil(x) |
+	counts := [nanos.ceil_units(n) |
 		some name, q in review.get(resources_per_node, [list], {})
 		is_string(name)
 		contains(lower(name), "gpu")
-		x := quantity.parse(q)
+		n := nanos.parse(q)
 	]
 	count(counts) > 0
 } else := 0

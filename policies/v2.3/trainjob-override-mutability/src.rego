@@ -53,8 +53,8 @@ jobset_state := jobset.from_inventory(namespace, name)
 # title: not suspended
 # description: Forbidden when the overrides changed and the suspend rule of the profile fails.
 violation contains v if {
-	overrides_changed
 	not suspend_rule_holds
+	overrides_changed
 	v := violations.make(field, "Forbidden", "RuntimePatches can only be modified when the TrainJob is suspended before or after the update")
 }
 
@@ -62,8 +62,8 @@ violation contains v if {
 # title: JobSet active
 # description: Forbidden once per replicated job of the JobSet with active > 0.
 violation contains v if {
-	overrides_changed
 	suspend_rule_holds
-	some job in jobset_state.active
+	some job in jobset_state.active # first: the synced JobSet is cheap to read, comparing overrides is not
+	overrides_changed
 	v := violations.make(field, "Forbidden", sprintf("RuntimePatches cannot be modified when the JobSet's ReplicatedJob %v is still active", [job]))
 }

@@ -468,12 +468,12 @@ RULE = Rule(
         "trains wrongly or not at all. Gatekeeper reproduces the webhook's answer for audit and CI."
     ),
     spec_section="E6-E7",
-    version="1.1.0",
+    version="1.1.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(),
     data=RUNTIME_KINDS,
-    libs=("violations", "review", "runtime", "quantity"),
+    libs=("violations", "review", "runtime", "nanos"),
     cases=cases,
     settings=SETTINGS,
 )

@@ -173,7 +173,7 @@ RULE = Rule(
     "own request handler.",
     rationale=RATIONALE,
     spec_section="A, B",
-    version="1.0.6",
+    version="1.1.2",
     match=MATCH,
     operations=("UPDATE",),
     parameters=(
@@ -185,7 +185,7 @@ RULE = Rule(
         ),
     ),
     data=DataNeeds(external_data_providers=(PROVIDER,)),
-    libs=("violations", "review", "quantity", "semantic", "jobset_provider"),
+    libs=("violations", "review", "nanos", "semantic", "jobset_provider"),
     cases=external_data_cases,
     template_vars={"source": "ExternalData", "default_provider": PROVIDER},
     alternative_to="trainjob-override-mutability",

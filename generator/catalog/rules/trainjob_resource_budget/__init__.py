@@ -418,7 +418,7 @@ RULE = Rule(
         "and minResources from them, so the budget uses exactly that model (docs/podsets.md)."
     ),
     spec_section="F",
-    version="1.1.6",
+    version="1.2.2",
     match=(MatchKind(("trainer.kubeflow.org",), ("TrainJob",)),),
     operations=("CREATE", "UPDATE"),
     parameters=(

@@ -75,8 +75,8 @@ jobset_state := jobset_provider.from_external_data(provider, lookup_key)
 # title: not suspended
 # description: Forbidden when the overrides changed and the suspend rule of the profile fails.
 violation contains v if {
-	overrides_changed
 	not suspend_rule_holds
+	overrides_changed
 	v := violations.make(field, "Forbidden", "PodTemplateOverrides can only be modified when the TrainJob is suspended")
 }
 
@@ -94,7 +94,7 @@ violation contains v if {
 # title: JobSet active
 # description: Forbidden once per replicated job of the JobSet with active > 0.
 violation contains v if {
-	overrides_changed
+	overrides_changed # first: only a changed override asks the provider
 	suspend_rule_holds
 	some job in jobset_state.active
 	v := violations.make(field, "Forbidden", sprintf("PodTemplateOverrides cannot be modified when the JobSet's ReplicatedJob %v is still active", [job]))

@@ -76,8 +76,8 @@ jobset_state := jobset_provider.from_external_data(provider, lookup_key)
 # title: not suspended
 # description: Forbidden when the overrides changed and the suspend rule of the profile fails.
 violation contains v if {
-	overrides_changed
 	not suspend_rule_holds
+	overrides_changed
 	v := violations.make(field, "Forbidden", "RuntimePatches can only be modified when the TrainJob is suspended before or after the update")
 }
 
@@ -95,7 +95,7 @@ violation contains v if {
 # title: JobSet active
 # description: Forbidden once per replicated job of the JobSet with active > 0.
 violation contains v if {
-	overrides_changed
+	overrides_changed # first: only a changed override asks the provider
 	suspend_rule_holds
 	some job in jobset_state.active
 	v := violations.make(field, "Forbidden", sprintf("RuntimePatches cannot be modified when the JobSet's ReplicatedJob %v is still active", [job]))

@@ -1,7 +1,10 @@
 """Running the real command lines against hostile input, with their peak memory measured, and on a real full disk.
 
 `run_measured` starts the command as its own process and reads its peak RSS from the kernel (wait4), so a test
-can say "refused, in bounded memory" about the very process a user runs. `on_full_disk` runs it inside a user and
+can say "refused, in bounded memory" about the very process a user runs. The command is forked from a small
+Python process, not from pytest: Linux carries the forking process's RSS high-water mark into the child's peak
+at exec (vfork shares the parent's memory until then), so a child of a pytest grown to gigabytes would report
+gigabytes however little it used. `on_full_disk` runs it inside a user and
 mount namespace with a tiny tmpfs mounted over a folder: writes there fail with a real ENOSPC, nothing is mocked.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +25,26 @@ from typing import IO, Any
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TRAINER_POLICY = [sys.executable, "-m", "kubeflow_trainer_policy.cli.main"]
 PROVIDER = [sys.executable, "-m", "kubeflow_trainer_policy_provider.cli"]
+
+# argv: the fd to write the child's peak RSS (KiB) to, then the command. Exits as the command did.
+_FORK_SMALL = """
+import os, signal, sys
+fd, argv = int(sys.argv[1]), sys.argv[2:]
+os.set_inheritable(fd, False)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code)
+"""
 
 
 @dataclass(frozen=True)
@@ -47,15 +71,21 @@ def run_measured(
 ) -> Measured:
     """The process's exit code, output and peak RSS; it is killed (and the test fails) after `timeout` seconds."""
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [str(a) for a in argv],
-        stdin=stdin,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **(env or {})},
-        preexec_fn=preexec,
-    )
+    peak_read, peak_write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _FORK_SMALL, str(peak_write), *(str(a) for a in argv)],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            cwd=PROJECT_ROOT,
+            env={**os.environ, **(env or {})},
+            preexec_fn=preexec,
+            pass_fds=(peak_write,),
+            start_new_session=True,
+        )
+    finally:
+        os.close(peak_write)
     chunks: dict[str, bytes] = {"out": b"", "err": b""}
 
     def drain(name: str, stream: IO[bytes] | None) -> None:
@@ -68,12 +98,14 @@ def run_measured(
     ]
     for reader in readers:
         reader.start()
-    timer = threading.Timer(timeout, proc.kill)
+    timer = threading.Timer(timeout, os.killpg, args=(proc.pid, signal.SIGKILL))
     timer.start()
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, _ = os.wait4(proc.pid, 0)
     finally:
         timer.cancel()
+    with os.fdopen(peak_read, "rb") as peak:
+        peak_kib = int(peak.read() or 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join()
@@ -84,7 +116,7 @@ def run_measured(
         proc.returncode,
         chunks["out"].decode(errors="replace"),
         chunks["err"].decode(errors="replace"),
-        usage.ru_maxrss / 1024,
+        peak_kib / 1024,
         elapsed,
     )
 

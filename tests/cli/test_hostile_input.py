@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -220,3 +221,12 @@ def test_a_large_honest_objects_file_still_loads(tmp_path: Path) -> None:
     result = run_measured([*TRAINER_POLICY, "review", ACTIVE_REVIEW, "--objects", ACTIVE_INVENTORY, objects])
     assert result.code == 1, result  # the sample is denied (its JobSet is active)
     assert time.monotonic() - started < 120
+
+
+def test_peak_memory_is_the_commands_own_whatever_pytest_holds() -> None:
+    """Forked straight from a pytest holding 512 MiB, a child reported that much as its own peak after exec."""
+    ballast = b"x" * (512 << 20)
+    result = run_measured([sys.executable, "-c", "pass"])
+    assert len(ballast) == 512 << 20
+    assert result.code == 0, result
+    assert 1 < result.peak_rss_mib < 100, result

@@ -15,7 +15,7 @@ from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
 from kubeflow_trainer_policy.render.rego import shipped_libs
 from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
-from kubeflow_trainer_policy_provider.documents import read_single
+from kubeflow_trainer_policy_provider.reader import read_single
 
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install build test lint bench clean
 
-$(STAMP): pyproject.toml setup.py requirements/opa-engine.txt
+$(STAMP): pyproject.toml requirements/opa-engine.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# The embedded OPA wheel declares Python >= 3.14 but works on 3.11: its own hash-pinned call.

@@ -17,16 +17,27 @@ import time
 from pathlib import Path
 from unittest import mock
 
+import yaml
+
 from benchmarks.common import percentile, write_result
 from kubeflow_trainer_policy.engine.fact_cache import ENV_VAR
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
 REVIEW = SAMPLES / "gate-change-while-jobset-active.yaml"
-INVENTORY = SAMPLES / "gate-change-while-jobset-active-inventory.yaml"
 ALLOWED = SAMPLES / "kueue-3-unsuspend.yaml"
 """Admitted by every rule of the profile: its inventory holds the TrainJob's runtime and JobSet."""
-ALLOWED_INVENTORY = SAMPLES / "kueue-3-unsuspend-inventory.yaml"
+
+
+def _inventory(case: str) -> Path:
+    """The cluster objects file of a case of the rule's suite (cases with the same objects share one)."""
+    (test,) = yaml.safe_load((SAMPLES.parent / "suite.yaml").read_text())["tests"]
+    (inventory,) = next(c["inventory"] for c in test["cases"] if c["name"] == case)
+    return SAMPLES.parent / inventory
+
+
+INVENTORY = _inventory("gate-change-while-jobset-active")
+ALLOWED_INVENTORY = _inventory("kueue-3-unsuspend")
 TARGET_SECONDS = 0.35
 PYCACHE_VAR = "CLI_STARTUP_PYCACHE"
 """Where the measured processes keep their .pyc files (see _child_environment)."""

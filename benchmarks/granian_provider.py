@@ -4,7 +4,7 @@ Not a shipped server: benchmarks/provider_load.py runs it as `granian --interfac
 benchmarks.granian_provider:wsgi|rsgi` with the same certificates (TLS 1.3, mTLS via --ssl-ca and
 --ssl-client-verify) and the same JobSets (`PROVIDER_BENCH_DATA`, a JSON List) to see what a Rust
 HTTP/TLS stack would give. benchmarks/granian_guarantees.py checks which of the provider's connection
-guarantees it keeps (provider/http_server.py gives the outcome).
+guarantees it keeps (provider/kubeflow_trainer_policy_provider/http_server.py gives the outcome).
 """
 
 from __future__ import annotations

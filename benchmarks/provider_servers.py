@@ -20,7 +20,8 @@ import requests
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = {"kubeflow_trainer_policy": "generator", "kubeflow_trainer_policy_provider": "provider"}
-"""Import name -> folder, as setup.py installs them."""
+"""Import name -> the top-level folder that holds it (generator/kubeflow_trainer_policy/; before the src layout,
+the folder itself was the package)."""
 GO_SOURCES = Path(__file__).resolve().parent / "go"
 GO_BIN = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kubeflow-trainer-policy" / "bench-go"
 LOOPBACK = "127.0.0.1"
@@ -317,7 +318,7 @@ def start_servers(
 
 def old_tree(work: Path, ref: str) -> Path:
     """The provider and CLI as of git `ref` (the previous stack), extracted once, importable under the
-    installed packages' names (setup.py's FOLDERS): on PYTHONPATH it comes before the editable install of
+    installed packages' names (FOLDERS): on PYTHONPATH it comes before the editable install of
     the working tree, which would otherwise answer those imports."""
     target = work / f"old-{ref.replace('/', '_')}"
     if not target.exists():
@@ -326,7 +327,9 @@ def old_tree(work: Path, ref: str) -> Path:
         archive.check_returncode()
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
         for package, folder in FOLDERS.items():
-            (target / package).symlink_to(folder, target_is_directory=True)
+            inside = Path(folder) / package
+            link = inside if (target / inside).is_dir() else Path(folder)
+            (target / package).symlink_to(link, target_is_directory=True)
     return target
 
 

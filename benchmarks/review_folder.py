@@ -39,7 +39,7 @@ def _samples() -> tuple[list[dict], list[Path]]:
     for path in sorted(BUNDLE.glob("*/samples/*.yaml")):
         if path.parent.parent.name.endswith("external-data"):
             continue
-        if path.stem.endswith("-inventory"):
+        if path.stem.startswith("cluster-"):
             inventories.append(path)
         else:
             reviews += [d for d in yaml.safe_load_all(path.read_text()) if d]

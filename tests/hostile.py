@@ -2,9 +2,9 @@
 
 `run_measured` starts the command as its own process and reads its peak RSS from the kernel (wait4), so a test
 can say "refused, in bounded memory" about the very process a user runs. The command is forked from a small
-Python process, not from pytest: Linux carries the forking process's RSS high-water mark into the child's peak
-at exec (vfork shares the parent's memory until then), so a child of a pytest grown to gigabytes would report
-gigabytes however little it used. `on_full_disk` runs it inside a user and
+spawner process, not from pytest: a process forked from pytest starts with a copy of pytest's memory, and Linux
+counts that copy's high-water mark in the child's peak RSS even after exec (a worker that has run the engine
+tests holds over 1 GiB). `on_full_disk` runs it inside a user and
 mount namespace with a tiny tmpfs mounted over a folder: writes there fail with a real ENOSPC, nothing is mocked.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -26,25 +25,28 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TRAINER_POLICY = [sys.executable, "-m", "kubeflow_trainer_policy.cli.main"]
 PROVIDER = [sys.executable, "-m", "kubeflow_trainer_policy_provider.cli"]
 
-# argv: the fd to write the child's peak RSS (KiB) to, then the command. Exits as the command did.
-_FORK_SMALL = """
+
+SPAWNER = """
 import os, signal, sys
-fd, argv = int(sys.argv[1]), sys.argv[2:]
-os.set_inheritable(fd, False)
+report = int(sys.argv[1])
 pid = os.fork()
 if pid == 0:
+    os.close(report)
     try:
-        os.execvp(argv[0], argv)
+        os.execvp(sys.argv[2], sys.argv[2:])
     finally:
         os._exit(127)
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, str(usage.ru_maxrss).encode())
+os.write(report, str(usage.ru_maxrss).encode())
+os.close(report)
 code = os.waitstatus_to_exitcode(status)
 if code < 0:
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
 os._exit(code)
 """
+"""Forks the command from a fresh interpreter (see the module's docs), waits for it, writes its peak RSS in KiB
+(wait4: the command and the processes it waited for) to the file descriptor argv[1], and exits as it did."""
 
 
 @dataclass(frozen=True)
@@ -71,21 +73,21 @@ def run_measured(
 ) -> Measured:
     """The process's exit code, output and peak RSS; it is killed (and the test fails) after `timeout` seconds."""
     started = time.monotonic()
-    peak_read, peak_write = os.pipe()
+    report_read, report_write = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _FORK_SMALL, str(peak_write), *(str(a) for a in argv)],
+            [sys.executable, "-c", SPAWNER, str(report_write), *(str(a) for a in argv)],
             stdin=stdin,
             stdout=stdout,
             stderr=subprocess.PIPE,
             cwd=PROJECT_ROOT,
             env={**os.environ, **(env or {})},
             preexec_fn=preexec,
-            pass_fds=(peak_write,),
+            pass_fds=(report_write,),
             start_new_session=True,
         )
     finally:
-        os.close(peak_write)
+        os.close(report_write)
     chunks: dict[str, bytes] = {"out": b"", "err": b""}
 
     def drain(name: str, stream: IO[bytes] | None) -> None:
@@ -98,15 +100,14 @@ def run_measured(
     ]
     for reader in readers:
         reader.start()
-    timer = threading.Timer(timeout, os.killpg, args=(proc.pid, signal.SIGKILL))
+    timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, 9))
     timer.start()
     try:
-        _, status, _ = os.wait4(proc.pid, 0)
+        with os.fdopen(report_read, "rb") as report:
+            peak_kib = report.read()
+        proc.wait()
     finally:
         timer.cancel()
-    with os.fdopen(peak_read, "rb") as peak:
-        peak_kib = int(peak.read() or 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join()
     elapsed = time.monotonic() - started
@@ -116,7 +117,7 @@ def run_measured(
         proc.returncode,
         chunks["out"].decode(errors="replace"),
         chunks["err"].decode(errors="replace"),
-        peak_kib / 1024,
+        int(peak_kib or 0) / 1024,
         elapsed,
     )
 

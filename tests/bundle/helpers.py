@@ -58,6 +58,14 @@ class OpaBundle:
         assert result.defined, f"data.{path} is undefined"
         return result.value
 
+    def query_with_inventory(self, path: str, input: Any, inventory: dict[str, Any]) -> Any:
+        """`query` with `data.inventory` replaced for this query alone, so one activated bundle (its modules
+        compiled once) decides every case: `with` replaces the stored document as adding it would."""
+        query = f"x := data.{path} with input as input.input with data.inventory as input.inventory"
+        result = self.engine.eval_query(query, {"input": input, "inventory": inventory})
+        assert result.bindings, f"data.{path} is undefined"
+        return result.bindings[0]["x"]
+
     def close(self) -> None:
         self.engine.close()
 

@@ -32,6 +32,7 @@ from tests.bundle.helpers import (
     tar_members,
 )
 
+DECISION = "kubeflow.trainer.decision"
 CASES = [case for profile in PROFILES for case in suite_cases(profile, runnable_kinds(profile))]
 
 
@@ -67,14 +68,23 @@ def test_the_suites_cover_allowed_and_denied_cases():
     assert len(CASES) > 50
 
 
+@pytest.fixture(scope="module")
+def activated(built_bundles):
+    """Each profile's bundle activated once, as `opa run -b` holds it; each case brings its own data.inventory."""
+    made = {profile: OpaBundle(built_bundles[profile].read_bytes()) for profile in PROFILES}
+    yield made
+    for opa in made.values():
+        opa.close()
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_plain_opa_decides_every_suite_case_like_the_gatekeeper_runner(built_bundles, runners, case):
-    bundle = built_bundles[case.profile].read_bytes()
+def test_plain_opa_decides_every_suite_case_like_the_gatekeeper_runner(activated, runners, case):
+    opa, inventory = activated[case.profile], inventory_document(case.objects)
     want = runner_decision(runners[case.profile], case.request, case.objects)
-    assert plain_opa_decision(bundle, {"review": case.request.as_input()}, case.objects) == want
+    assert opa.query_with_inventory(DECISION, {"review": case.request.as_input()}, inventory) == want
     # kube-mgmt and the apiserver send the whole AdmissionReview: input.request.
     raw = case.raw if case.raw.get("kind") == "AdmissionReview" else {"request": case.request.as_input()}
-    assert plain_opa_decision(bundle, raw, case.objects) == want
+    assert opa.query_with_inventory(DECISION, raw, inventory) == want
 
 
 def _review(operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -125,7 +135,7 @@ def test_input_without_a_request_fails_closed(built_bundles):
         assert no_objects["allowed"] is False and "neither object nor oldObject" in no_objects["errors"][0]
 
 
-# Match criteria: the entry point's Rego against the runner's (generator/gatekeeper/match.py), one
+# Match criteria: the entry point's Rego against the runner's (kubeflow_trainer_policy.gatekeeper.match), one
 # constraint per criterion, every constraint of one template that denies managedBy "example.com/other".
 MATCHES: dict[str, dict[str, Any]] = {
     "any": {},

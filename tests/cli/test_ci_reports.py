@@ -14,8 +14,10 @@ import xmlschema
 import yaml
 
 from tests.cli.helpers import PROJECT_ROOT, run_cli
+from tests.support import inventory_of
 
 MANAGED_BY = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-managed-by/samples"
+UNSET_INVENTORY = inventory_of(MANAGED_BY.parent, "create-unset-allowed")
 RUNTIMES = PROJECT_ROOT / "tests/fixtures/runtimes/v2.0"
 JUNIT = xmlschema.XMLSchema(Path(__file__).with_name("fixtures") / "junit.xsd")
 
@@ -36,7 +38,7 @@ def manifests(tmp_path: Path) -> Path:
     TrainJob and a runtime, a hidden folder that is skipped, and a README that is not YAML."""
     (denied,) = _docs(MANAGED_BY / "create-disallowed-value.yaml")
     (allowed,) = _docs(MANAGED_BY / "create-unset-allowed.yaml")
-    (runtime,) = _docs(MANAGED_BY / "create-unset-allowed-inventory.yaml")
+    (runtime,) = _docs(UNSET_INVENTORY)
     root = tmp_path / "manifests"
     _multi(root / "jobs.yaml", denied, allowed)
     _multi(root / "team-b" / "job.yml", allowed, runtime)
@@ -46,7 +48,7 @@ def manifests(tmp_path: Path) -> Path:
 
 
 def _review(*args: str | Path) -> tuple[int, dict, str]:
-    result = run_cli("review", *args, "--objects", MANAGED_BY / "create-unset-allowed-inventory.yaml", "-o", "json")
+    result = run_cli("review", *args, "--objects", UNSET_INVENTORY, "-o", "json")
     return result.code, json.loads(result.stdout), result.stderr
 
 
@@ -85,9 +87,7 @@ def test_review_exit_code_is_the_worst_outcome(manifests: Path, tmp_path: Path):
 def test_review_reads_several_documents_from_stdin():
     text = (MANAGED_BY / "create-disallowed-value.yaml").read_text() + "---\n"
     text += (MANAGED_BY / "create-unset-allowed.yaml").read_text()
-    result = run_cli(
-        "review", "-", "--objects", MANAGED_BY / "create-unset-allowed-inventory.yaml", "-o", "json", stdin=text
-    )
+    result = run_cli("review", "-", "--objects", UNSET_INVENTORY, "-o", "json", stdin=text)
     body = json.loads(result.stdout)
     assert result.code == 1
     assert [(r["file"], r["index"], r["outcome"]) for r in body["results"]] == [
@@ -97,7 +97,7 @@ def test_review_reads_several_documents_from_stdin():
 
 
 def test_review_text_ends_with_a_summary_table(manifests: Path):
-    result = run_cli("review", manifests, "--objects", MANAGED_BY / "create-unset-allowed-inventory.yaml")
+    result = run_cli("review", manifests, "--objects", UNSET_INVENTORY)
     lines = result.stdout.strip().splitlines()
     assert result.code == 1
     assert lines[-1] == "4 objects: 3 allowed, 1 denied, 0 errors"
@@ -123,9 +123,7 @@ def _junit(text: str) -> ET.Element:
 
 def test_review_junit_is_valid_and_a_denial_is_a_failure(manifests: Path):
     (manifests / "team-b" / "broken.yaml").write_text("kind: [unclosed\n")
-    result = run_cli(
-        "review", manifests, "--objects", MANAGED_BY / "create-unset-allowed-inventory.yaml", "-o", "junit"
-    )
+    result = run_cli("review", manifests, "--objects", UNSET_INVENTORY, "-o", "junit")
     assert result.code == 2
     root = _junit(result.stdout)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "1", "1")
@@ -174,12 +172,13 @@ def test_test_json_and_summary_table(failing_suite: Path):
     body = json.loads(result.stdout)
     assert result.code == 1 and body["failed"] == 1 and body["passed"] == len(body["tests"]) - 1
     assert {t["folder"] for t in body["tests"]} == {str(failing_suite)}
-    text = run_cli("test", failing_suite, PROJECT_ROOT / "policies/v2.0", "--quiet")
+    text = run_cli("test", failing_suite, PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-name", "--quiet")
     lines = text.stdout.strip().splitlines()
     header = lines.index(next(line for line in lines if line.startswith("FOLDER")))
     assert lines[header].split() == ["FOLDER", "PASSED", "FAILED"]
     assert lines[header + 1].split()[1:] == [str(body["passed"]), "1"]
-    assert lines[header + 2].split()[0] == "policies/v2.0" and lines[header + 2].split()[2] == "0"
+    shipped = lines[header + 2].split()
+    assert shipped[0] == "bundles/gatekeeper/v2.0/trainjob-name" and shipped[2] == "0"
     assert lines[-1].endswith(" passed, 1 failed")
 
 

@@ -313,13 +313,13 @@ def test_generate_never_deletes_a_file_it_did_not_write(tmp_path: Path) -> None:
 
     tree = render_tree(generated_profiles(), get_profile(UNIT_TEST_PROFILE))
     write_tree(tree, tmp_path)
-    notes = tmp_path / f"policies/{UNIT_TEST_PROFILE}/my-notes.rego"
+    notes = tmp_path / f"profiles/{UNIT_TEST_PROFILE}/my-notes.rego"
     notes.write_text("package mine\n")
     stale = tmp_path / "docs/policies/removed-rule.md"
     stale.write_text((tmp_path / "docs/policies/README.md").read_text())  # a generated file no longer generated
     from kubeflow_trainer_policy.errors import InputError
 
-    refused = f"policies/{UNIT_TEST_PROFILE}/my-notes.rego: not written by `trainer-policy generate`"
+    refused = f"profiles/{UNIT_TEST_PROFILE}/my-notes.rego: not written by `trainer-policy generate`"
     with pytest.raises(InputError, match=re.escape(refused)):
         write_tree(tree, tmp_path)
     assert notes.read_text() == "package mine\n" and stale.exists(), "refused before touching anything"
@@ -428,7 +428,7 @@ def test_review_imports_only_what_it_needs() -> None:
         "import sys; from kubeflow_trainer_policy.cli.main import main; "
         f"rc = main(['review', {str(ACTIVE_REVIEW)!r}, '--objects', {str(ACTIVE_INVENTORY)!r}]); "
         "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'cryptography', 'jinja2', 'urllib3', 'http', 'jsonschema') or m.startswith(("
+        "('requests', 'cryptography', 'urllib3', 'http', 'jsonschema') or m.startswith(("
         "'kubeflow_trainer_policy.bundle', 'kubeflow_trainer_policy.render', 'kubeflow_trainer_policy.cli.bundle', "
         "'kubeflow_trainer_policy.cli.certs', 'kubeflow_trainer_policy.cli.generate'))))"
     )

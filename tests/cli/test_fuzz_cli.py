@@ -274,7 +274,8 @@ def test_fuzz_test_command(inputs: Inputs, scratch: Path, data: st.DataObject) -
     out = fresh(scratch, "out")
     folder = data.draw(st.sampled_from(["empty-dir", "rego-fail", "rego-broken", "fixture-rego-pass"]))
     argv = ["test", str(inputs.folders[folder])]
-    argv += flags(data.draw, {"--coverage": None, "--threshold": words(), "-q": None})
+    options = {"--coverage": None, "--threshold": words(), "-q": None, "--profile": st.sampled_from(["v2.0"]) | words()}
+    argv += flags(data.draw, options)
     check(run_cli(*argv), "test", out)
 
 

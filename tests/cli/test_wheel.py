@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubeflow_trainer_policy.opa.toolchain import opa_binary
+from tests.support import inventory_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "bundles" / "gatekeeper" / "v2.0" / "trainjob-managed-by" / "samples"
@@ -50,9 +51,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     source = root / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider", "bundles", "policies", "requirements"):
+    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     _ok(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", root / "dist", source)
     (built,) = (root / "dist").glob("kubeflow_trainer_policy-*.whl")
@@ -92,8 +93,9 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     before = _site_packages(venv)
     work = tmp_path / "empty"
     work.mkdir()
-    for name in ("create-disallowed-value.yaml", "create-unset-allowed.yaml", "create-unset-allowed-inventory.yaml"):
+    for name in ("create-disallowed-value.yaml", "create-unset-allowed.yaml"):
         shutil.copy(SAMPLES / name, work / name)
+    shutil.copy(inventory_of(SAMPLES.parent, "create-unset-allowed"), work / "create-unset-allowed-inventory.yaml")
 
     denied = _run(cli, "review", "create-disallowed-value.yaml", "--profile", "v2.0", cwd=work)
     assert denied.returncode == 1, denied.stderr
@@ -103,9 +105,11 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     )
     assert allowed.returncode == 0 and allowed.stdout.strip() == "allowed", allowed
 
-    tested = _ok(cli, "test", "--quiet", cwd=work)
+    # The shipped policies, profile lib, case tables and suites of one profile (every profile: make build).
+    tested = _ok(cli, "test", "--quiet", "--profile", "v2.0", cwd=work)
     passed = int(tested.strip().splitlines()[-1].split()[0])
-    assert tested.strip().endswith(" passed, 0 failed") and passed > 1000, tested[-500:]
+    assert tested.strip().endswith(" passed, 0 failed") and passed > 500, tested[-500:]
+    assert "policies + profiles/v2.0" in tested and "bundles/gatekeeper/v2.0" in tested
 
     # No opa on PATH and no tools/opa in an installed package: built, checked on the embedded engine, and said.
     plain = {k: v for k, v in os.environ.items() if k != "TRAINER_POLICY_OPA"}

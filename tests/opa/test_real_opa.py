@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from kubeflow_trainer_policy.opa import capabilities
-from kubeflow_trainer_policy.opa.checks import run_checks
+from kubeflow_trainer_policy.opa.checks import run_checks, write_case_tests
 from kubeflow_trainer_policy.opa.debian import ArchiveError
 from kubeflow_trainer_policy.opa.run import run_opa
 from kubeflow_trainer_policy.opa.toolchain import ENV, PINS, Builder, ToolchainError, ensure_built, opa_binary
-from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, POLICIES_DIR, PROJECT_ROOT
+from kubeflow_trainer_policy.paths import POLICIES_DIR, PROFILES_DIR, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import generated_profiles
 
 PROFILES = [p.name for p in generated_profiles()]
@@ -27,24 +28,30 @@ def test_the_tool_is_opa_1_4_2():
     assert run_opa(["version"]).stdout.splitlines()[0] == "Version: 1.4.2"
 
 
-def test_everything_shipped_is_formatted_strict_and_tested_by_the_real_opa(capsys):
-    """What `make build` runs (python -m kubeflow_trainer_policy.opa.checks), bundles aside (tests/bundle/)."""
-    count, problems = run_checks(PROJECT_ROOT, None)
+def _tests_in(folder):
+    return sum(len(re.findall(r"^test_\w+ if", p.read_text(), re.M)) for p in folder.rglob("*_test.rego"))
+
+
+def test_everything_shipped_is_formatted_strict_and_tested_by_the_real_opa(capsys, tmp_path):
+    """What `make build` runs (python -m kubeflow_trainer_policy.opa.checks), bundles aside (tests/bundle/): every
+    unit test and every rule's cases, as Rego tests, pass on OPA 1.4.2 in each profile."""
+    shutil.copytree(PROJECT_ROOT / "policies", tmp_path / "policies")
+    shutil.copytree(PROJECT_ROOT / "profiles", tmp_path / "profiles")
+    shutil.copytree(PROJECT_ROOT / "bundles", tmp_path / "bundles")
+    case_tests = write_case_tests(tmp_path)
+    count, problems = run_checks(tmp_path, None, case_tests)
     assert problems == []
     out = capsys.readouterr().out
     templates = list((PROJECT_ROOT / "bundles").rglob("template.yaml"))
-    assert count == len(PROFILES) * 6 + 1 + len(templates)
+    assert count == 1 + len(PROFILES) * 2 + 1 + len(templates)
+    unit = _tests_in(POLICIES_DIR)
     for profile in PROFILES:  # every test ran and passed: as many as the modules define
-        tests = sum(
-            len(re.findall(r"^test_\w+ if", p.read_text(), re.M)) for p in (POLICIES_DIR / profile).rglob("*_test.rego")
+        cases = _tests_in(case_tests / profile)
+        assert unit > 100 and cases > 200
+        shown = (
+            f"opa test --capabilities profiles/capabilities.json policies profiles/{profile} build/case-tests/{profile}"
         )
-        variant = sum(
-            len(re.findall(r"^test_\w+ if", p.read_text(), re.M))
-            for p in (POLICIES_DIR / EXTERNAL_DATA_VARIANT / profile).rglob("*_test.rego")
-        )
-        assert tests > 200 and variant > 0
-        assert f"ok   opa test policies/{profile}: PASS: {tests}/{tests}" in out
-        assert f"policies/external-data/{profile}: PASS: {tests + variant}/{tests + variant}" in out
+        assert f"ok   {shown}: PASS: {unit + cases}/{unit + cases}" in out
 
 
 def _readme_opa_commands() -> list[str]:
@@ -54,21 +61,21 @@ def _readme_opa_commands() -> list[str]:
 
 def test_the_readmes_opa_commands_pass_with_the_tool_standing_in_for_opa():
     commands = _readme_opa_commands()
-    assert any(c.startswith("opa test policies/") and "--capabilities" not in c for c in commands), commands
-    assert any(c.startswith("opa test --capabilities policies/external-data/capabilities.json") for c in commands)
+    for profile in PROFILES:
+        assert f"opa test --capabilities profiles/capabilities.json policies/ profiles/{profile}/" in commands
     for command in commands:
         result = run_opa(shlex.split(command)[1:], check=False, cwd=PROJECT_ROOT)
         assert result.returncode == 0, f"{command}: {result.stdout[-500:]}{result.stderr[-500:]}"
 
 
 def test_plain_opa_test_does_not_compile_the_external_data_variant_without_its_capabilities():
-    """Why the variant lives apart: OPA's default capabilities have no external_data."""
-    result = run_opa(["test", POLICIES_DIR / "v2.0", POLICIES_DIR / EXTERNAL_DATA_VARIANT / "v2.0"], check=False)
+    """Why the command names the capabilities file: OPA's default capabilities have no external_data."""
+    result = run_opa(["test", POLICIES_DIR, PROFILES_DIR / "v2.0"], check=False)
     assert result.returncode == 1 and "undefined function external_data" in result.stderr
 
 
 def test_the_capabilities_file_is_opa_1_4_2s_plus_external_data():
-    shipped = json.loads((POLICIES_DIR / EXTERNAL_DATA_VARIANT / "capabilities.json").read_text())
+    shipped = json.loads((PROFILES_DIR / "capabilities.json").read_text())
     current = json.loads(run_opa(["capabilities", "--current"]).stdout)
     assert [b for b in shipped["builtins"] if b["name"] != "external_data"] == sorted(
         current["builtins"], key=lambda b: b["name"]
@@ -135,7 +142,7 @@ def test_an_opa_of_the_users_own_stands_in(tmp_path, monkeypatch):
     opa_binary.cache_clear()
     try:
         assert opa_binary() == own
-        assert run_opa(["fmt", "--list", POLICIES_DIR / "v2.0"]).stdout == ""
+        assert run_opa(["fmt", "--list", POLICIES_DIR]).stdout == ""
     finally:
         monkeypatch.delenv(ENV)
         opa_binary.cache_clear()

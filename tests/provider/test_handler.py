@@ -113,7 +113,7 @@ def test_answer_bytes_equal_handle_document(keys: list[str]) -> None:
 
 
 def test_the_in_memory_fast_path_parses_keys_only_through_keys_parse_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A key format change is one change in provider/keys.py: e.g. `<namespace>/<name>#<suffix>`."""
+    """A key format change is one change in the provider's keys.py: e.g. `<namespace>/<name>#<suffix>`."""
 
     def parse_with_suffix(key: str) -> tuple[str, str] | None:
         return parse_key(key.partition("#")[0])

@@ -17,7 +17,7 @@ from tests.provider.helpers import post, provider_request, session, wait_until
 from tests.support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-PROVIDER_DIR = ROOT / "provider"
+PROVIDER_DIR = ROOT / "provider" / "kubeflow_trainer_policy_provider"
 
 
 def _imported_top_levels(path: Path) -> set[str]:
@@ -31,13 +31,12 @@ def _imported_top_levels(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", sorted(PROVIDER_DIR.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("module", sorted(PROVIDER_DIR.rglob("*.py")), ids=lambda p: p.name)
 def test_no_provider_module_imports_the_generator(module: Path):
     assert not _imported_top_levels(module) & {
         "kubeflow_trainer_policy",
         "generator",
         "opa_bindings",
-        "jinja2",
         "tests",
     }
 
@@ -53,10 +52,11 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A new venv with only the project's wheel and the provider's own dependencies (no OPA engine)."""
     root = tmp_path_factory.mktemp("standalone")
     source, wheels = root / "src", root / "wheels"  # a copy: building writes build/ into the source folder
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         source.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider", "bundles", "policies", "requirements"):  # the data ships in the wheel
+    # the data ships in the wheel
+    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, source)
     (wheel,) = wheels.glob("kubeflow_trainer_policy-*.whl")
@@ -76,7 +76,7 @@ def test_the_venv_has_no_opa_engine(bare_venv: Path):
 def test_the_entry_point_loads_no_generator_module(bare_venv: Path):
     probe = (
         "import sys, kubeflow_trainer_policy_provider.cli; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'generator', 'jinja2', 'jsonschema', 'oras'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'generator', 'jsonschema', 'oras'}))"
     )
     assert _run(bare_venv / "bin" / "python", "-c", probe).strip() == "[]"
 

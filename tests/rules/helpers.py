@@ -62,6 +62,52 @@ def review_cli(
     return CliReview(code, json.loads(text) if text.strip() else {}, err.getvalue())
 
 
+@dataclass(frozen=True)
+class Reviewed:
+    """One object of a `trainer-policy review -o json` of several: its outcome and violations."""
+
+    outcome: str
+    violations: list[dict[str, Any]]
+
+    @property
+    def messages(self) -> list[str]:
+        return sorted(v["msg"] for v in self.violations)
+
+
+def review_cli_many(
+    folder: Path,
+    reviews: dict[str, dict[str, Any]],
+    *,
+    objects: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    profile: str = "v2.0",
+    parameters: dict[str, dict[str, Any]] | None = None,
+    variant: str | None = None,
+) -> tuple[int, dict[str, Reviewed]]:
+    """`trainer-policy review FOLDER --objects ... -o json` of many requests that share the cluster objects and
+    parameters, in-process: (exit code, name -> its result). One process compiles the profile once, as a CI run
+    over a folder of manifests does."""
+    manifests = folder / "reviews"
+    manifests.mkdir(parents=True)
+    for name, review in reviews.items():
+        _write(manifests / f"{name}.yaml", [review])
+    argv = ["review", str(manifests), "--profile", profile, "-o", "json"]
+    if variant:
+        argv += ["--variant", variant]
+    if objects:
+        argv += ["--objects", _write(folder / "objects.yaml", list(objects))]
+    if parameters:
+        argv += ["--parameters", _write(folder / "parameters.yaml", [parameters])]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    body = json.loads(out.getvalue())
+    if "results" not in body:  # one object: the single report, {allowed, violations}
+        (name,) = reviews
+        outcome = "allowed" if body["allowed"] else "denied"
+        return code, {name: Reviewed(outcome, body["violations"])}
+    return code, {Path(r["file"]).stem: Reviewed(r["outcome"], r["violations"]) for r in body["results"]}
+
+
 @cache
 def bundle(profile: str, variant: str | None = None) -> PolicySet:
     """What `kubectl apply -k` installs: the profile's bundle or one of its variants (a subfolder)."""
@@ -85,14 +131,19 @@ def runner_review(
     variant: str | None = None,
 ):
     """The bundle's templates and default Constraints (parameters replaced per constraint name)."""
-    policy_set = bundle(profile, variant)
-    if parameters:
-        from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
-
-        constraints = [
-            Constraint(c.kind, c.name, c.match, parameters.get(c.name, c.parameters), c.enforcement_action, c.source)
-            for c in policy_set.constraints
-        ]
-        policy_set = PolicySet(policy_set.templates, constraints, policy_set.providers)
+    policy_set = with_parameters(bundle(profile, variant), parameters)
     with GatekeeperRunner(policy_set, providers, cache=cache, objects=objects) as runner:
         return runner.review(request)
+
+
+def with_parameters(policy_set: PolicySet, parameters: dict[str, dict[str, Any]] | None) -> PolicySet:
+    """The policy set with the parameters of the named constraints replaced."""
+    if not parameters:
+        return policy_set
+    from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+
+    constraints = [
+        Constraint(c.kind, c.name, c.match, parameters.get(c.name, c.parameters), c.enforcement_action, c.source)
+        for c in policy_set.constraints
+    ]
+    return PolicySet(policy_set.templates, constraints, policy_set.providers)

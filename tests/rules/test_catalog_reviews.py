@@ -1,9 +1,16 @@
 """Every case of every rule and generated profile, through `trainer-policy review` (or, where the CLI cannot
 express the case — audit input, a literal external_data answer — through Gatekeeper's runner on the same bundle).
+Cases that share the cluster objects and parameters are reviewed by one process, as a folder of manifests is in
+CI: each case still checks its own outcome, violations and messages.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +21,7 @@ from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, Pro
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
 from kubeflow_trainer_policy.profiles import generated_profiles
 from kubeflow_trainer_policy.render import requests
-from tests.rules.helpers import review_cli, runner_review, variant_of
+from tests.rules.helpers import Reviewed, review_cli_many, runner_review, variant_of
 
 RULES = {rule.id: rule for rule in load_catalog()}
 
@@ -61,23 +68,53 @@ def _cli_expressible(case: Case) -> bool:
     return case.operation != AUDIT and case.external_data is None
 
 
-@pytest.mark.parametrize(("profile", "rule", "case"), CASES)
-def test_case(tmp_path, profile: str, rule: Rule, case: Case):
-    if _cli_expressible(case):
-        parameters = None if case.parameters is None else {rule.id: case.parameters}
-        result = review_cli(
-            tmp_path,
-            requests.admission_review(case),
+def _parameters(rule: Rule, case: Case) -> dict[str, Any] | None:
+    return None if case.parameters is None else {rule.id: case.parameters}
+
+
+def _batch_key(profile: str, rule: Rule, case: Case) -> tuple[str, str | None, str, str]:
+    """What one `review` process shares: the profile and install, the cluster objects and the parameters."""
+    return profile, variant_of(rule), json.dumps(case.cluster, sort_keys=True), json.dumps(_parameters(rule, case))
+
+
+BATCHES: dict[tuple[str, str | None, str, str], list[tuple[Rule, Case]]] = {}
+for _profile, _rule, _case in (p.values for p in CASES):
+    if _cli_expressible(_case):
+        BATCHES.setdefault(_batch_key(_profile, _rule, _case), []).append((_rule, _case))
+
+
+@functools.cache
+def _reviewed(key: tuple[str, str | None, str, str]) -> tuple[int, dict[str, Reviewed]]:
+    """Every case of a batch in one `trainer-policy review` of a folder, run once per worker."""
+    profile, variant, _, _ = key
+    cases = BATCHES[key]
+    rule, case = cases[0]
+    reviews = {f"{r.id}--{c.name}": requests.admission_review(c) for r, c in cases}
+    folder = Path(tempfile.mkdtemp(prefix="catalog-reviews-"))
+    try:
+        return review_cli_many(
+            folder,
+            reviews,
             objects=list(case.cluster),
             profile=profile,
-            parameters=parameters,
-            variant=variant_of(rule),
+            parameters=_parameters(rule, case),
+            variant=variant,
         )
-        assert result.exit_code == (1 if _denied(rule, case) else 0), (result.stderr, result.body)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("profile", "rule", "case"), CASES)
+def test_case(profile: str, rule: Rule, case: Case):
+    if _cli_expressible(case):
+        key = _batch_key(profile, rule, case)
+        code, results = _reviewed(key)
+        assert code == (1 if any(_denied(r, c) for r, c in BATCHES[key]) else 0)
+        result = results[f"{rule.id}--{case.name}"]
+        assert result.outcome == ("denied" if _denied(rule, case) else "allowed"), result
         assert result.messages == _expected(case)
-        violations = result.body["violations"]
-        assert sorted((v["constraint"], v["msg"]) for v in violations) == _by_constraint(rule, case)
-        for violation in violations:
+        assert sorted((v["constraint"], v["msg"]) for v in result.violations) == _by_constraint(rule, case)
+        for violation in result.violations:
             assert violation["enforcementAction"] == RULES[violation["constraint"]].enforcement_action
             assert violation["msg"] == "{field}: {type}: {detail}".format(**violation["details"])
         return

@@ -155,32 +155,45 @@ def test_constraint_templates(profile):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_what_is_unit_tested_is_what_ships(profile):
-    """policies/<profile>/ and policies/external-data/<profile>/ hold the profile's modules and libs, byte for
-    byte the templates' code; only the external-data variant's folder has a module calling external_data."""
-    roots = [PROJECT_ROOT / "policies" / profile, PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT / profile]
-    libs = {p.read_text() for root in roots for p in (root / "lib").rglob("*.rego") if "_test" not in p.name}
+    """Each template carries its rule's policies/<rule>/src.rego and the libs it imports byte for byte: those of
+    policies/lib/trainer/ and the profile's lib profiles/<profile>/profile.rego; only the external-data rule's
+    template calls external_data."""
+    libs = {p.read_text() for p in (PROJECT_ROOT / "policies/lib/trainer").glob("*.rego") if "_test" not in p.name}
+    profile_lib = (PROJECT_ROOT / "profiles" / profile / "profile.rego").read_text()
+    assert f'name := "{profile}"' in profile_lib
     for path, template in _templates(profile):
         source = template["spec"]["targets"][0]["code"][0]["source"]
-        [rule_dir] = [root / path.parent.name for root in roots if (root / path.parent.name).is_dir()]
+        rule_dir = PROJECT_ROOT / "policies" / path.parent.name
         assert (rule_dir / "src.rego").read_text() == source["rego"]
-        assert (rule_dir / "src_test.rego").is_file()
-        assert source["libs"] and set(source["libs"]) <= libs
+        assert (rule_dir / "src_test.rego").is_file() and (rule_dir / "cases.py").is_file()
+        assert source["libs"] and set(source["libs"]) <= libs | {profile_lib}
         calls = any("external_data(" in module for module in [source["rego"], *source["libs"]])
-        assert calls == (rule_dir.parent == roots[1]), rule_dir
-    assert not [p for p in roots[0].rglob("*.rego") if "external_data(" in p.read_text()]
+        assert calls == (path.parent.name == "trainjob-override-mutability-external-data"), path
 
 
-def test_policies_hold_one_folder_per_shipped_profile():
-    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir()) == sorted([*PROFILES, EXTERNAL_DATA_VARIANT])
-    variant = PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT
-    assert sorted(p.name for p in variant.iterdir()) == sorted([*PROFILES, "capabilities.json"])
+def test_the_rego_is_committed_once():
+    """No .rego text is committed twice: one source tree, and one small lib per profile."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.rego", ":!tests/"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    texts = [(PROJECT_ROOT / path).read_text() for path in tracked]
+    assert len(set(texts)) == len(texts) > 30
+    assert {Path(p).parts[0] for p in tracked} == {"policies", "profiles"}
+
+
+def test_one_folder_per_rule_and_one_lib_per_shipped_profile():
+    rules = {r.id for r in load_catalog()}
+    assert sorted(p.name for p in (PROJECT_ROOT / "policies").iterdir() if p.is_dir()) == sorted([*rules, "lib"])
+    profiles = PROJECT_ROOT / "profiles"
+    assert sorted(p.name for p in profiles.iterdir()) == sorted([*PROFILES, "capabilities.json"])
+    assert all(sorted(q.name for q in (profiles / p).iterdir()) == ["profile.rego"] for p in PROFILES)
 
 
 def test_rego_references_and_violation_builder():
-    """Every emitted module (policies/<profile>/ and every template's rego and libs) reads only what
+    """Every module that ships (policies/, profiles/ and every template's rego and libs) reads only what
     Gatekeeper allows, and builds violations only through lib.trainer.violations."""
     modules = policy_modules(PROJECT_ROOT) + template_modules(PROJECT_ROOT)
-    assert {m.path.split("/")[1] for m in modules if m.path.startswith("policies/")} >= set(PROFILES)
+    assert {m.path.split("/")[1] for m in modules if m.path.startswith("profiles/")} == set(PROFILES)
     assert [str(v) for v in lint_modules(modules) if v.rule == "gatekeeper/data-reference"] == []
     for module in modules:
         if not module.test and "package lib.trainer.violations" not in module.text:

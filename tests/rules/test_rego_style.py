@@ -12,12 +12,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflow_trainer_policy.cli.test_command import _default_groups
+from kubeflow_trainer_policy.cli.test_command import Group, _default_groups
+from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.lint.__main__ import lint
 from kubeflow_trainer_policy.lint.modules import Module, all_modules, entry_modules
 from kubeflow_trainer_policy.lint.rules import lint_modules
 from kubeflow_trainer_policy.opa.run import run_opa
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, EXTERNAL_DATA_VARIANT, POLICIES_DIR, PROJECT_ROOT
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR, PROFILES_DIR, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import generated_profiles
 from kubeflow_trainer_policy.render.rego import yaml_scalar
 from kubeflow_trainer_policy.render.yaml_text import block_scalar_fits, dump, dump_all
@@ -122,15 +123,11 @@ def _under(lines: list[str], index: int, key: str) -> bool:
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: "/".join(p.parts[-3:-1]))
 def test_template_yaml_carries_the_rego_files_text_byte_for_byte(template):
     """The YAML text itself (not only its parsed value) holds each module line for line, tabs included, in
-    literal block scalars; parsing it gives back exactly the files under policies/<profile>/."""
+    literal block scalars; parsing it gives back exactly the files under policies/ and profiles/<profile>/."""
     profile = template.parent.parent.name
     text = template.read_text()
     source = yaml.safe_load(text)["spec"]["targets"][0]["code"][0]["source"]
-    policies = PROJECT_ROOT / "policies" / profile
-    rule_dir = policies / template.parent.name
-    if not rule_dir.is_dir():
-        rule_dir = PROJECT_ROOT / "policies" / EXTERNAL_DATA_VARIANT / profile / template.parent.name
-    module = (rule_dir / "src.rego").read_text()
+    module = (POLICIES_DIR / template.parent.name / "src.rego").read_text()
     assert "\t" in module
     assert source["rego"] == module
     assert _block_scalars(text, "rego") == [module]
@@ -149,12 +146,10 @@ def _imports(module: str, seen: set[str] | None = None) -> set[str]:
 
 
 def _lib(profile: str, name: str) -> str:
-    """A lib of the profile: under policies/<profile>/, or the variant's folder for one calling external_data."""
-    for root in (POLICIES_DIR / profile, POLICIES_DIR / EXTERNAL_DATA_VARIANT / profile):
-        path = root / "lib" / "trainer" / f"{name}.rego"
-        if path.is_file():
-            return path.read_text()
-    raise FileNotFoundError(name)
+    """A lib of the profile: its own lib for `profile`, any other under policies/lib/trainer/."""
+    if name == "profile":
+        return (PROFILES_DIR / profile / "profile.rego").read_text()
+    return (POLICIES_DIR / "lib" / "trainer" / f"{name}.rego").read_text()
 
 
 @settings(max_examples=300, deadline=None)
@@ -236,9 +231,16 @@ def test_rules_apply_where_they_mean_to():
     assert _rules(CLEAN.replace('"d")', '"#d")')) == []
 
 
-def test_trainer_policy_test_runs_every_profile_with_its_variant_by_default():
-    variant = POLICIES_DIR / EXTERNAL_DATA_VARIANT
-    assert _default_groups() == [*((POLICIES_DIR / p, variant / p) for p in sorted(PROFILES)), (BUNDLES_DIR,)]
+def test_trainer_policy_test_runs_policies_with_every_profile_by_default():
+    groups = [Group((POLICIES_DIR, PROFILES_DIR / p), p, f"policies + profiles/{p}") for p in sorted(PROFILES)]
+    assert _default_groups() == [*groups, Group((BUNDLES_DIR,), None, "bundles")]
+    one = Group((POLICIES_DIR, PROFILES_DIR / "v2.3"), "v2.3", "policies + profiles/v2.3")
+    assert _default_groups(["v2.3"]) == [
+        one,
+        Group((BUNDLES_DIR / "gatekeeper/v2.3",), None, "bundles/gatekeeper/v2.3"),
+    ]
+    with pytest.raises(InputError, match=r"--profile: unknown profile 'v9' \(known: v2\.0, v2\.1"):
+        _default_groups(["v9"])
 
 
 def test_lint_command_reports_and_fails_on_a_broken_tree(tmp_path: Path, capsys):

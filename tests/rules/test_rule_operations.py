@@ -7,6 +7,7 @@ webhook configuration, has to keep to them."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -16,7 +17,7 @@ from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.profiles import Profile, generated_profiles
 from kubeflow_trainer_policy.render import requests
-from tests.rules.helpers import bundle, runner_review, variant_of
+from tests.rules.helpers import bundle, variant_of, with_parameters
 
 ADMISSION_OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
@@ -53,24 +54,24 @@ def test_rule_judges_exactly_its_operations(profile: Profile, rule: Rule):
     assert set(operations) <= set(rule.operations) <= set(ADMISSION_OPERATIONS), (operations, rule.operations)
     others = [op for op in ADMISSION_OPERATIONS if op not in operations]
     judged: set[str] = set()
-    with GatekeeperRunner(bundle(profile.name, variant_of(rule)), {}) as shared:
+    # One runner per set of parameters (the default Constraint's, or a case's own), shared by its cases.
+    runners: dict[str, GatekeeperRunner] = {}
+    try:
         for case in cases:
             assert case.operation == AUDIT or case.operation in operations, case.name
             judged.add(case.operation)
+            parameters = None if case.parameters is None else {rule.id: case.parameters}
+            key = json.dumps(parameters, sort_keys=True)
+            if key not in runners:
+                runners[key] = GatekeeperRunner(with_parameters(bundle(profile.name, variant_of(rule)), parameters), {})
+            runner = runners[key]
             for operation in others:
-                if case.parameters is None:
-                    shared.set_objects(case.cluster)
-                    result = shared.review(_as(case, operation))
-                else:
-                    result = runner_review(
-                        profile.name,
-                        _as(case, operation),
-                        providers={},
-                        objects=list(case.cluster),
-                        parameters={rule.id: case.parameters},
-                        variant=variant_of(rule),
-                    )
+                runner.set_objects(case.cluster)
+                result = runner.review(_as(case, operation))
                 assert result.errors == [], (case.name, operation)
                 assert _own(result, rule) == [], (case.name, operation)
+    finally:
+        for runner in runners.values():
+            runner.close()
     # Every documented operation is shown denying at least once.
     assert set(operations) <= judged, (operations, judged)

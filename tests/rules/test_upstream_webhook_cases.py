@@ -69,23 +69,29 @@ Not replayed (no admission form, or no rule of this bundle covers it):
 
 from __future__ import annotations
 
+import functools
+import json
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request
+from kubeflow_trainer_policy.catalog import cases_of
 from kubeflow_trainer_policy.catalog.model import Expected
-from kubeflow_trainer_policy.catalog.rules.trainjob_override_mutability_external_data import PROVIDER
 from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, ProviderItem
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import generated_profiles
 from kubeflow_trainer_policy_provider.reader import Document
-from tests.rules.helpers import review_cli, runner_review
+from tests.rules.helpers import Reviewed, review_cli_many, runner_review
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 RUNTIME = "test-runtime"
+PROVIDER = cases_of("trainjob-override-mutability-external-data").PROVIDER
 JOBSET_PLUGIN = "pkg/runtime/framework/plugins/jobset/jobset_test.go"
 
 
@@ -1679,14 +1685,41 @@ def _review_document(case: Upstream) -> dict[str, Any]:
     return admission_review_document(apiserver_request(case.operation, case.new, case.old))
 
 
+def _batch_key(case: Upstream) -> tuple[str, str]:
+    return case.profile, json.dumps(case.cluster, sort_keys=True)
+
+
+BATCHES: dict[tuple[str, str], list[Upstream]] = {}
+for _case in CASES:
+    if _case.provider_error is None:
+        BATCHES.setdefault(_batch_key(_case), []).append(_case)
+
+
+def _file_name(case: Upstream) -> str:
+    return f"{CASES.index(case):04d}"
+
+
+@functools.cache
+def _reviewed(key: tuple[str, str]) -> tuple[int, dict[str, Reviewed]]:
+    """The cases that share a profile and cluster objects in one `trainer-policy review` of a folder."""
+    cases = BATCHES[key]
+    folder = Path(tempfile.mkdtemp(prefix="upstream-reviews-"))
+    try:
+        reviews = {_file_name(c): _review_document(c) for c in cases}
+        return review_cli_many(folder, reviews, objects=list(cases[0].cluster), profile=cases[0].profile)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _reported(tmp_path, case: Upstream) -> tuple[bool, list[tuple[str, str]]]:
     """(allowed, sorted (constraint, msg)) of the profile's bundle for the case."""
     if case.provider_error is None:
-        result = review_cli(tmp_path, _review_document(case), objects=list(case.cluster), profile=case.profile)
-        assert result.exit_code in (0, 1), result.stderr
-        for v in result.body["violations"]:
+        code, results = _reviewed(_batch_key(case))
+        assert code in (0, 1)
+        result = results[_file_name(case)]
+        for v in result.violations:
             assert v["msg"] == "{field}: {type}: {detail}".format(**v["details"])
-        return result.body["allowed"], sorted((v["constraint"], v["msg"]) for v in result.body["violations"])
+        return result.outcome == "allowed", sorted((v["constraint"], v["msg"]) for v in result.violations)
     request = request_from_document(Document("upstream", _review_document(case)))
     assert isinstance(request, AdmissionRequest)
     result = runner_review(

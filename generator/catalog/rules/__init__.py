@@ -1,1 +1,0 @@
-"""One module per rule (or family of rules): each defines module-level `Rule` objects, found by discovery."""

@@ -1,0 +1,105 @@
+# METADATA
+# title: Reserved replicated jobs of training runtimes run exactly one replica
+# description: >-
+#   In TrainingRuntime and ClusterTrainingRuntime (CREATE and UPDATE), a replicated job labelled
+#   trainer.kubeflow.org/trainjob-ancestor-step in (trainer, dataset-initializer, model-initializer), or in profile
+#   v2.0 named launcher, must have replicas 1 when replicas is set (unset defaults to 1). From v2.1 an
+#   ancestor-labelled job must also contain its container (node, dataset-initializer or model-initializer;
+#   initContainers do not count). Profile v2.3 skips runtimes labelled trainer.kubeflow.org/webhook-validation:
+#   disabled.
+# custom:
+#   id: runtime-reserved-replicas
+#   version: 1.1.3
+#   specSection: D
+#   rationale: >-
+#     The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; more than
+#     one replica of a reserved job duplicates initializers and trainer groups. Upstream validates TrainingRuntime
+#     on CREATE only (a known bug); this rule checks both kinds on CREATE and UPDATE.
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainingRuntime, ClusterTrainingRuntime]
+#   operations: [CREATE, UPDATE]
+package trainerruntimereservedreplicas
+
+import data.lib.trainer.profile
+import data.lib.trainer.review
+import data.lib.trainer.violations
+
+# METADATA
+# title: releases
+# description: >-
+#   What each Trainer release checks: v2.0 also reserves the job named launcher; from v2.1 an ancestor-labelled job
+#   must contain its container; from v2.3 runtimes labelled trainer.kubeflow.org/webhook-validation=disabled are
+#   not validated.
+releases := {
+	"v2.0": {"launcher_is_reserved": true, "requires_ancestor_container": false, "honours_validation_disabled": false},
+	"v2.1": {"launcher_is_reserved": false, "requires_ancestor_container": true, "honours_validation_disabled": false},
+	"v2.2": {"launcher_is_reserved": false, "requires_ancestor_container": true, "honours_validation_disabled": false},
+	"v2.3": {"launcher_is_reserved": false, "requires_ancestor_container": true, "honours_validation_disabled": true},
+}
+
+settings := releases[profile.name]
+
+ancestor_label := "trainer.kubeflow.org/trainjob-ancestor-step"
+
+reserved_ancestors := {"trainer", "dataset-initializer", "model-initializer"}
+
+jobs := review.array(review.get(review.new_object, ["spec", "template", "spec", "replicatedJobs"], []))
+
+ancestor(job) := review.get(job, ["template", "metadata", "labels", ancestor_label], null)
+
+# METADATA
+# title: reserved
+# description: Ancestor-labelled trainer/initializer jobs, and in v2.0 the job named launcher.
+reserved(job) if ancestor(job) in reserved_ancestors
+
+reserved(job) if {
+	settings.launcher_is_reserved
+	review.get(job, ["name"], null) == "launcher"
+}
+
+# METADATA
+# title: validated
+# description: Every runtime, but from v2.3 not one labelled trainer.kubeflow.org/webhook-validation=disabled.
+validated if not settings.honours_validation_disabled
+
+validated if review.get(review.new_object, ["metadata", "labels", "trainer.kubeflow.org/webhook-validation"], null) != "disabled"
+
+required_container := {"trainer": "node", "dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer"}
+
+has_container(job, container) if {
+	some c in review.array(review.get(job, ["template", "spec", "template", "spec", "containers"], []))
+	review.get(c, ["name"], null) == container
+}
+
+# METADATA
+# title: reserved replicas
+# description: Invalid when a reserved job sets replicas to anything but 1.
+violation contains v if {
+	review.applies_to({"CREATE", "UPDATE"})
+	validated
+	some i, job in jobs
+	reserved(job)
+	replicas := review.get(job, ["replicas"], null)
+	replicas != null
+	replicas != 1
+	v := violations.make(sprintf("spec.template.spec.replicatedJobs[%d].replicas", [i]), "Invalid", "always must be 1")
+}
+
+# METADATA
+# title: required container
+# description: Invalid (from v2.1) when an ancestor-labelled job lacks its container (initContainers do not count).
+violation contains v if {
+	settings.requires_ancestor_container
+	review.applies_to({"CREATE", "UPDATE"})
+	validated
+	some i, job in jobs
+	ancestor_value := ancestor(job)
+	container := required_container[ancestor_value]
+	not has_container(job, container)
+	v := violations.make(
+		sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec.containers", [i]),
+		"Invalid",
+		sprintf("must contain the required container for the ancestor: %s", [ancestor_value]),
+	)
+}

@@ -1,0 +1,455 @@
+# METADATA
+# title: TrainJob spec.runtimeRef names an existing runtime that its initializers and overrides fit
+# description: >-
+#   The Trainer webhook's runtime checks, CREATE and UPDATE (and audit): spec.runtimeRef (kind defaulting to
+#   ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org) must name TrainingRuntime or ClusterTrainingRuntime of
+#   trainer.kubeflow.org (`unsupported runtime: <kind>.<apiGroup>`, or `<kind>` alone for an empty group, as
+#   Kubernetes prints a GroupKind); the runtime must exist in data.inventory (a TrainingRuntime in the TrainJob's
+#   namespace) with upstream's NotFound text, which names the Kind (`TrainingRuntime.trainer.kubeflow.org "<name>"
+#   not found: specified trainingRuntime must be created before the TrainJob is created`; the shared spec's
+#   lower-case plural resource is not what upstream prints); a kind with no objects in the inventory is reported as
+#   not synced (Internal) instead of claiming the runtime is missing. As upstream, a missing runtime is the only
+#   error. Then: spec.initializer.dataset/model need a job dataset-initializer/model-initializer with an
+#   (init)container of that name, and (v2.3, kubeflow/trainer#3714) a main container of that name that mounts the
+#   volume `initializer` (`must have volumeMount with name - initializer in container <c> of the <job> job`; checked
+#   only once the job and container exist; an initContainer's mount does not count; a runtimePatch of that container
+#   that adds the mount counts, since upstream validates the merged template); each override entry (v2.0
+#   podSpecOverrides, v2.1 podTemplateOverrides, v2.2+ each runtimePatches replicated job) must target an existing
+#   job, its initContainer and container overrides must name (init)containers of that job, and containers node,
+#   dataset-initializer and model-initializer must not get env. Container names are checked against the runtime
+#   template BEFORE the overrides are merged: upstream merges first (strategic merge by name), so a container it
+#   lacks is added and never reported; this project does not copy that order. v2.0 reports a targetJob named more
+#   than once (Duplicate, detail the quoted name, as Kubernetes prints the value); v2.0/v2.1 also report the
+#   container overrides of a missing target (upstream does not `continue`), v2.2+ skip them and use the detail `must
+#   not have replicated job that doesn't exist in the runtime job template`. v2.2+ check each patch's manager with
+#   apimachinery's IsDomainPrefixedPath at spec.runtimePatches.manager (messages read from apimachinery's validation
+#   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
+# custom:
+#   id: trainjob-runtime-ref
+#   version: 1.1.1
+#   specSection: E2-E5
+#   rationale: >-
+#     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
+#     by the API server and fails later in the controller (or, upstream, silently adds a container). Platform teams
+#     that run Gatekeeper in front of (or instead of) the Trainer webhook, audit existing TrainJobs, or test
+#     manifests in CI get the same answer the webhook gives, with the runtimes read from Gatekeeper's sync (the
+#     bundle's SyncSet).
+#   match:
+#     - apiGroups: [trainer.kubeflow.org]
+#       kinds: [TrainJob]
+#   operations: [CREATE, UPDATE]
+#   inventory:
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: TrainingRuntime}
+#     - {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
+package trainertrainjobruntimeref
+
+import data.lib.trainer.profile
+import data.lib.trainer.review
+import data.lib.trainer.runtime
+import data.lib.trainer.violations
+
+# METADATA
+# title: releases
+# description: >-
+#   duplicate_target_check: a targetJob named twice over all override entries is a Duplicate (v2.0 only).
+#   initializer_volume_mount_check: a configured initializer's container mounts the volume `initializer` (v2.3,
+#   kubeflow/trainer#3714).
+releases := {
+	"v2.0": {"duplicate_target_check": true, "initializer_volume_mount_check": false},
+	"v2.1": {"duplicate_target_check": false, "initializer_volume_mount_check": false},
+	"v2.2": {"duplicate_target_check": false, "initializer_volume_mount_check": false},
+	"v2.3": {"duplicate_target_check": false, "initializer_volume_mount_check": true},
+}
+
+settings := releases[profile.name]
+
+field := sprintf("spec.%s", [profile.override_field])
+
+# METADATA
+# title: runtime_patches
+# description: >-
+#   The TrainJob overrides jobs with runtimePatches (v2.2+, one patch per manager, replicated jobs by name under
+#   trainingRuntimeSpec) rather than override entries naming targetJobs (podSpecOverrides, podTemplateOverrides).
+runtime_patches if profile.override_field == "runtimePatches"
+
+trainjob := review.new_object
+
+checked if review.applies_to({"CREATE", "UPDATE"})
+
+lookup := runtime.lookup(trainjob)
+
+job_names := runtime.requested_job_names
+
+# METADATA
+# title: job_containers
+# description: >-
+#   [job name, (init)container name] of every container of the runtime template's jobs that an override or
+#   initializer names (before merging), built once: each named container is then looked up, not searched
+#   for in every job.
+job_containers := {[job_name, c] |
+	some job in runtime.requested_jobs
+	job_name := object.get(job, "name", null)
+	job_name in named_jobs
+	some list in ["initContainers", "containers"]
+	containers := object.get(job, ["template", "spec", "template", "spec", list], [])
+	is_array(containers)
+	some container in containers
+	c := container.name
+	is_string(c)
+}
+
+named_jobs := {t.job | some t in checked_targets} | {init.job | some init in configured_initializers}
+
+specified := {"TrainingRuntime": "trainingRuntime", "ClusterTrainingRuntime": "clusterTrainingRuntime"}
+
+# METADATA
+# title: runtime missing
+# description: >-
+#   The runtime cannot be read: an unsupported kind, a kind not synced into data.inventory (said plainly),
+#   or not found (upstream's NotFound text). Upstream stops here: no other check of this rule runs.
+violation contains v if {
+	checked
+	not lookup.found
+	v := violations.make("spec.runtimeRef", lookup.type, missing_detail)
+}
+
+missing_detail := sprintf("%s: specified %s must be created before the TrainJob is created", [lookup.detail, specified[lookup.ref.kind]]) if {
+	lookup.reason == "not_found"
+} else := lookup.detail
+
+initializers := [{"key": "dataset", "job": "dataset-initializer", "config": "datasetConfig"}, {"key": "model", "job": "model-initializer", "config": "modelConfig"}]
+
+# METADATA
+# title: configured_initializers
+# description: The initializers that spec.initializer sets (not null), found once for every check that needs them.
+configured_initializers := [init |
+	some init in initializers
+	object.get(trainjob, ["spec", "initializer", init.key], null) != null
+]
+
+# METADATA
+# title: initializer job missing
+# description: Invalid when spec.initializer.dataset (model) is set and the runtime has no job of that name.
+violation contains v if {
+	checked
+	lookup.found
+	some init in configured_initializers
+	not init.job in job_names
+	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have %s job when trainJob is configured with input %s", [init.job, init.config]))
+}
+
+# METADATA
+# title: initializer container missing
+# description: Invalid when the initializer job has no (init)container of its own name.
+violation contains v if {
+	checked
+	lookup.found
+	some init in configured_initializers
+	init.job in job_names
+	not [init.job, init.job] in job_containers
+	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
+}
+
+initializer_volume := "initializer"
+
+# METADATA
+# title: initializer volumeMount missing
+# description: >-
+#   Invalid when the initializer job has its container but the main container of that name does not mount
+#   the volume `initializer` (an initContainer's mount does not count; upstream checks main containers only).
+#   Checked only once the job and its container exist, as upstream does (v2.3).
+violation contains v if {
+	settings.initializer_volume_mount_check
+	checked
+	lookup.found
+	some init in configured_initializers
+	init.job in job_names
+	[init.job, init.job] in job_containers
+	not [init.job, init.job] in mounted_initializer_containers
+	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have volumeMount with name - %s in container %s of the %s job", [initializer_volume, init.job, init.job]))
+}
+
+# METADATA
+# title: mounted_initializer_containers
+# description: >-
+#   [job, container] of each main container of the runtime template that mounts `initializer`, or that a
+#   runtime patch gives such a mount: upstream validates the template after merging the patches.
+mounted_initializer_containers contains [job_name, c] if {
+	some job in runtime.requested_jobs
+	job_name := object.get(job, "name", null)
+	some init in configured_initializers
+	job_name == init.job
+	some c in mounting_containers(object.get(job, ["template", "spec", "template", "spec", "containers"], []))
+}
+
+mounted_initializer_containers contains [t.job, c] if {
+	runtime_patches
+	some t in targets
+	some init in configured_initializers
+	t.job == init.job
+	some c in mounting_containers(t.containers)
+}
+
+# METADATA
+# title: mounting_containers
+# description: Names of the containers in `list` with a volumeMount named `initializer`.
+mounting_containers(list) := {name |
+	is_array(list)
+	some container in list
+	mounts := object.get({"container": container}, ["container", "volumeMounts"], [])
+	is_array(mounts)
+	some mount in mounts
+	object.get({"mount": mount}, ["mount", "name"], null) == initializer_volume
+	name := object.get({"container": container}, ["container", "name"], null)
+}
+
+reserved_containers := {"dataset-initializer", "model-initializer", "node"}
+
+# METADATA
+# title: target_containers
+# description: >-
+#   [job, list, name] for each (init)container an override names, the name null where an item
+#   has none. Items are wrapped for object.get, which reads a field of any value: a function call per item
+#   would cost several times more.
+target_containers := [[t.job, list, name] |
+	some t in checked_targets
+	some list in ["initContainers", "containers"]
+	items := t[list]
+	is_array(items)
+	some item in items
+	name := object.get({"item": item}, ["item", "name"], null)
+]
+
+entries := list if {
+	list := object.get(trainjob, ["spec", profile.override_field], [])
+	is_array(list)
+} else := []
+
+# METADATA
+# title: targets
+# description: The overridden jobs and their containers, from runtime patches or from override entries.
+targets := patch_targets if {
+	runtime_patches
+} else := override_targets
+
+# METADATA
+# title: patch_targets
+# description: >-
+#   One entry per replicated-job patch: {job, initContainers, containers}. Patches without
+#   trainingRuntimeSpec.template.spec are skipped; a job patch without a pod spec has no containers.
+patch_targets := [target |
+	some patch in entries
+	is_object(patch)
+	job_patches := object.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], [])
+	is_array(job_patches)
+	some job_patch in job_patches
+	pod := object.get({"job": job_patch}, ["job", "template", "spec", "template", "spec"], {})
+	target := {
+		"job": object.get({"job": job_patch}, ["job", "name"], null),
+		"initContainers": object.get({"pod": pod}, ["pod", "initContainers"], []),
+		"containers": object.get({"pod": pod}, ["pod", "containers"], []),
+	}
+]
+
+missing_target_detail := "must not have replicated job that doesn't exist in the runtime job template" if {
+	runtime_patches
+} else := "must not have targetJob that doesn't exist in the runtime job template"
+
+# METADATA
+# title: checked_targets
+# description: >-
+#   Runtime patches: the targets whose job exists (v2.2+ skips the container checks of a missing job with
+#   `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a
+#   missing targetJob, so that entry's container overrides are also reported against the (empty) containers of
+#   the missing job.
+checked_targets := [t | some t in targets; t.job in job_names] if {
+	runtime_patches
+} else := targets
+
+manager_path := "spec.runtimePatches.manager"
+
+subdomain_error := "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+
+path_error := "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"
+
+managers := [m | runtime_patches; some patch in entries; m := object.get({"patch": patch}, ["patch", "manager"], null); is_string(m)]
+
+# METADATA
+# title: checked_managers
+# description: >-
+#   The distinct managers that the four checks below look at: a manager that one regex shows to be a
+#   domain-prefixed path with a valid host of at most 253 characters and a valid path passes all four, so
+#   only the others are taken apart check by check.
+checked_managers := {m | some m in managers; not well_formed(m)}
+
+well_formed(m) if {
+	regex.match(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$`, m)
+	indexof(m, "/") <= 253
+}
+
+# METADATA
+# title: manager empty
+# description: apimachinery IsDomainPrefixedPath on each patch's manager (the schema's minLength makes this unreachable).
+violation contains v if {
+	checked
+	lookup.found
+	"" in managers
+	v := violations.make(manager_path, "Required", "")
+}
+
+# METADATA
+# title: manager not a domain-prefixed path
+# description: No `/`, or an empty host or path.
+violation contains v if {
+	checked
+	lookup.found
+	some m in checked_managers
+	m != ""
+	not domain_prefixed(m)
+	v := violations.make(manager_path, "Invalid", "must be a domain-prefixed path (such as \"acme.io/foo\")")
+}
+
+domain_prefixed(m) if {
+	parts := split(m, "/")
+	count(parts) >= 2
+	parts[0] != ""
+	substring(m, count(parts[0]) + 1, -1) != ""
+}
+
+host(m) := split(m, "/")[0]
+
+path(m) := substring(m, count(host(m)) + 1, -1)
+
+# METADATA
+# title: manager host too long
+# description: The host part of the manager is a DNS-1123 subdomain of at most 253 characters.
+violation contains v if {
+	checked
+	lookup.found
+	some m in checked_managers
+	domain_prefixed(m)
+	count(host(m)) > 253
+	v := violations.make(manager_path, "Invalid", "must be no more than 253 characters")
+}
+
+# METADATA
+# title: manager host not a subdomain
+# description: The host part of the manager must match the DNS-1123 subdomain regex.
+violation contains v if {
+	checked
+	lookup.found
+	some m in checked_managers
+	domain_prefixed(m)
+	not regex.match(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`, host(m))
+	v := violations.make(manager_path, "Invalid", subdomain_error)
+}
+
+# METADATA
+# title: manager path
+# description: The path part of the manager must be HTTP path characters (RFC 3986).
+violation contains v if {
+	checked
+	lookup.found
+	some m in checked_managers
+	domain_prefixed(m)
+	not regex.match(`^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$`, path(m))
+	v := violations.make(manager_path, "Invalid", path_error)
+}
+
+# METADATA
+# title: override_targets
+# description: >-
+#   One entry per targetJob of each override entry: {job, initContainers, containers}, the containers
+#   being the entry's own (under spec in podTemplateOverrides).
+override_targets := [target |
+	some entry in entries
+	is_object(entry)
+	target_jobs := object.get(entry, "targetJobs", [])
+	is_array(target_jobs)
+	some target_job in target_jobs
+	target := {
+		"job": object.get({"target": target_job}, ["target", "name"], null),
+		"initContainers": object.get(entry, array.concat(override_pod_path, ["initContainers"]), []),
+		"containers": object.get(entry, array.concat(override_pod_path, ["containers"]), []),
+	}
+]
+
+override_pod_path := ["spec"] if {
+	profile.override_field == "podTemplateOverrides"
+} else := []
+
+quoted(value) := sprintf("%q", [value]) if is_string(value)
+
+quoted(value) := sprintf("%v", [value]) if not is_string(value)
+
+# METADATA
+# title: duplicate_jobs
+# description: >-
+#   The targetJob names seen more than once over all entries. Sorted, a name's later occurrences follow
+#   its first, so one pass finds them (a pairwise search was quadratic: 1,500 repeated targets took minutes).
+duplicate_jobs := {job |
+	sorted := sort([t.job | some t in targets])
+	some k, job in sorted
+	k > 0
+	sorted[k - 1] == job
+}
+
+# METADATA
+# title: duplicate target
+# description: Duplicate (value the name) for every targetJob name seen before, over all entries (v2.0).
+violation contains v if {
+	settings.duplicate_target_check
+	checked
+	lookup.found
+	some job in duplicate_jobs
+	v := violations.make(field, "Duplicate", quoted(job))
+}
+
+# METADATA
+# title: target missing
+# description: Invalid when an override targets a job the runtime does not have.
+violation contains v if {
+	checked
+	lookup.found
+	some t in targets
+	not t.job in job_names
+	v := violations.make(field, "Invalid", missing_target_detail)
+}
+
+# METADATA
+# title: initContainer missing
+# description: Invalid when an initContainer override names no (init)container of the runtime's job (before merging).
+violation contains v if {
+	checked
+	lookup.found
+	some [job, "initContainers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [job]))
+}
+
+# METADATA
+# title: container missing
+# description: Invalid when a container override names no (init)container of the runtime's job (before merging).
+violation contains v if {
+	checked
+	lookup.found
+	some [job, "containers", name] in target_containers
+	not [job, name] in job_containers
+	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [job]))
+}
+
+# METADATA
+# title: reserved envs
+# description: Invalid when a container override sets env on dataset-initializer, model-initializer or node.
+violation contains v if {
+	checked
+	lookup.found
+	some t in checked_targets
+	is_array(t.containers)
+	some container in t.containers
+	object.get({"container": container}, ["container", "name"], null) in reserved_containers
+	env := object.get({"container": container}, ["container", "env"], [])
+	is_array(env)
+	count(env) > 0
+	v := violations.make(field, "Invalid", "must not have envs for the dataset-initializer, model-initializer, node containers")
+}

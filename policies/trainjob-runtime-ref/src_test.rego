@@ -1,0 +1,50 @@
+package trainertrainjobruntimeref
+
+import data.lib.trainer.profile
+
+train_job(overrides) := {"metadata": {"namespace": "team-a", "name": "job"}, "spec": {"runtimeRef": {"name": "torch"}, profile.override_field: overrides}}
+
+request_of(overrides) := {"review": {"operation": "CREATE", "object": train_job(overrides)}}
+
+# One override of the job `node` with a container named `trainer`, in the shape of the profile's override list.
+node_override := [{
+	"manager": "example.com/kueue",
+	"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+		"name": "node",
+		"template": {"spec": {"template": {"spec": {"containers": [{"name": "trainer"}]}}}},
+	}]}}},
+}] if {
+	runtime_patches
+} else := [{"targetJobs": [{"name": "node"}], "spec": {"containers": [{"name": "trainer"}]}}] if {
+	profile.override_field == "podTemplateOverrides"
+} else := [{"targetJobs": [{"name": "node"}], "containers": [{"name": "trainer"}]}]
+
+test_targets_read_the_profile_s_override_list if {
+	targets == [{"job": "node", "initContainers": [], "containers": [{"name": "trainer"}]}] with input as request_of(node_override)
+}
+
+test_runtime_patches_are_the_list_from_v2_2 if {
+	count({1 | runtime_patches}) == count({1 | profile.name in {"v2.2", "v2.3"}})
+	field == sprintf("spec.%s", [profile.override_field])
+}
+
+test_a_manager_is_a_domain_prefixed_path if {
+	well_formed("example.com/kueue")
+	not well_formed("kueue")
+	domain_prefixed("Example.com/a")
+	not domain_prefixed("/a")
+	not domain_prefixed("example.com/")
+	host("example.com/a/b") == "example.com"
+	path("example.com/a/b") == "a/b"
+}
+
+test_duplicate_targets_are_found_in_one_pass if {
+	duplicate_jobs == {"node"} with data.trainertrainjobruntimeref.targets as [{"job": "node"}, {"job": "launcher"}, {"job": "node"}]
+	quoted("node") == `"node"`
+	quoted(3) == "3"
+}
+
+test_a_missing_runtime_stops_every_other_check if {
+	[v] := [v | some v in violation] with input as request_of(node_override) with data.inventory as {}
+	v.details.field == "spec.runtimeRef"
+}

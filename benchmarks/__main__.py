@@ -10,6 +10,7 @@ MODULES = [
     "benchmarks.policy_review",
     "benchmarks.budget_review",
     "benchmarks.trainjob_review",
+    "benchmarks.worst_case_review",
     "benchmarks.provider_load",
     "benchmarks.provider_instructions",
     "benchmarks.tls_handshake",

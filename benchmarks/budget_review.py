@@ -18,7 +18,7 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 
 JOB_COUNTS = (1, 4, 16, 64)
 PROFILE = "v2.0"

@@ -31,8 +31,8 @@ from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
 from kubeflow_trainer_policy.profiles import get_profile
-from kubeflow_trainer_policy_provider.documents import Document
 from kubeflow_trainer_policy_provider.handler import ProviderHandler
+from kubeflow_trainer_policy_provider.reader import Document
 from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 OVERRIDE_COUNTS = (1, 4, 16, 64, 256)

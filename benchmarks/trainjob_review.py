@@ -26,7 +26,7 @@ from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
 from kubeflow_trainer_policy.profiles import get_profile
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 
 PROFILES = ("v2.0", "v2.3")
 OVERRIDE_COUNTS = (1, 4, 16, 64)

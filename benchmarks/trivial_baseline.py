@@ -10,7 +10,7 @@ from benchmarks.common import max_rss_mib, measure, write_result
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "trivial-template.yaml"
 

@@ -1,11 +1,11 @@
 """Manifests from the command line's paths: files, folders and `-` (stdin), each file one or more YAML/JSON
 documents. `iter_manifests` is the one function that turns paths into documents for `review`, `podsets` and
-their `--objects`: the place to wire a bounded reader in (size, aliases, depth, document count, duplicate
-keys); it reads through `kubeflow_trainer_policy_provider.documents` today and adds no limits of its own."""
+their `--objects`. Every file and stdin is read through the bounded reader
+(`kubeflow_trainer_policy_provider.reader`: size, aliases, depth, document count, duplicate keys, each limit
+per file)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +63,12 @@ def manifest_files(paths: Iterable[str | Path]) -> list[str]:
 
 def iter_manifests(paths: Iterable[str | Path]) -> Iterator[Manifest | Unreadable]:
     """Every document of every file of `paths`, in order; a file that cannot be read yields one Unreadable."""
-    from kubeflow_trainer_policy_provider.documents import parse_documents, read_documents
+    from kubeflow_trainer_policy_provider.reader import display_name, read_documents
 
     for file in manifest_files(paths):
-        name = "<stdin>" if file == STDIN else file
+        name = display_name(file)
         try:
-            documents = parse_documents(_stdin_text(), name) if file == STDIN else read_documents(file)
+            documents = read_documents(file)  # `-` is stdin, read within the same limits
         except InputError as exc:
             yield Unreadable(name, exc)
             continue
@@ -84,10 +84,3 @@ def read_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
             raise item.error
         manifests.append(item)
     return manifests
-
-
-def _stdin_text() -> str:
-    try:
-        return sys.stdin.read()
-    except UnicodeDecodeError as exc:
-        raise InputError("<stdin>", "not UTF-8 text") from exc

@@ -18,7 +18,7 @@
 #   gone from v2.2, whose CRD types the field int32.
 # custom:
 #   id: trainjob-ml-policy
-#   version: 1.1.1
+#   version: 1.1.3
 #   specSection: E6-E7
 #   rationale: >-
 #     torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer from the
@@ -33,8 +33,8 @@
 #     - {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
 package trainertrainjobmlpolicy
 
+import data.lib.trainer.nanos
 import data.lib.trainer.profile
-import data.lib.trainer.quantity
 import data.lib.trainer.review
 import data.lib.trainer.runtime
 import data.lib.trainer.violations
@@ -177,9 +177,11 @@ violation contains v if {
 
 reserved_envs := {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
+# A plain reference per entry, not a function call: env may hold tens of thousands of entries (a reference
+# into a non-object is simply undefined).
 configured_reserved := {name |
 	some env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in reserved_envs
 }
 
@@ -203,7 +205,7 @@ violation contains v if {
 	is_object(review.get(ml, ["xgboost"], null))
 	is_object(trainer)
 	some i, env in review.array(review.get(trainer, ["env"], []))
-	name := review.get(env, ["name"], null)
+	name := env.name
 	name in xgboost_reserved_envs
 	v := violations.make(sprintf("spec.trainer.env[%d]", [i]), "Forbidden", sprintf("%s is reserved for the XGBoost runtime", [name]))
 }
@@ -289,11 +291,11 @@ runtime_node_resources := [r |
 # title: gpus
 # description: GetNumGPUPerNode's count in requests or limits (a resource whose name contains gpu), rounded up.
 gpus(list) := max(counts) if {
-	counts := [ceil(x) |
+	counts := [nanos.ceil_units(n) |
 		some name, q in review.get(resources_per_node, [list], {})
 		is_string(name)
 		contains(lower(name), "gpu")
-		x := quantity.parse(q)
+		n := nanos.parse(q)
 	]
 	count(counts) > 0
 } else := 0

@@ -13,7 +13,7 @@
 #   handler.
 # custom:
 #   id: trainjob-override-mutability-external-data
-#   version: 1.0.7
+#   version: 1.1.3
 #   specSection: A, B
 #   rationale: >-
 #     The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave running Pods
@@ -64,8 +64,8 @@ jobset_state := jobset_provider.from_external_data(provider, lookup_key)
 # title: not suspended
 # description: Forbidden when the overrides changed and the suspend rule of the profile fails.
 violation contains v if {
-	mutability.overrides_changed
 	not mutability.suspend_rule_holds
+	mutability.overrides_changed
 	v := violations.make(mutability.field, "Forbidden", mutability.suspend_detail)
 }
 
@@ -83,7 +83,7 @@ violation contains v if {
 # title: JobSet active
 # description: Forbidden once per replicated job of the JobSet with active > 0.
 violation contains v if {
-	mutability.overrides_changed
+	mutability.overrides_changed # first: only a changed override asks the provider
 	mutability.suspend_rule_holds
 	some job in jobset_state.active
 	v := violations.make(mutability.field, "Forbidden", mutability.active_detail(job))

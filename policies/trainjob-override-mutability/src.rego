@@ -11,7 +11,7 @@
 #   external data provider, so `gator verify` runs its suite.
 # custom:
 #   id: trainjob-override-mutability
-#   version: 2.0.8
+#   version: 2.1.3
 #   specSection: A, B
 #   rationale: >-
 #     The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave running Pods
@@ -35,8 +35,8 @@ jobset_state := jobset.from_inventory(mutability.namespace, mutability.name)
 # title: not suspended
 # description: Forbidden when the overrides changed and the suspend rule of the profile fails.
 violation contains v if {
-	mutability.overrides_changed
 	not mutability.suspend_rule_holds
+	mutability.overrides_changed
 	v := violations.make(mutability.field, "Forbidden", mutability.suspend_detail)
 }
 
@@ -44,8 +44,8 @@ violation contains v if {
 # title: JobSet active
 # description: Forbidden once per replicated job of the JobSet with active > 0.
 violation contains v if {
-	mutability.overrides_changed
 	mutability.suspend_rule_holds
-	some job in jobset_state.active
+	some job in jobset_state.active # first: the synced JobSet is cheap to read, comparing overrides is not
+	mutability.overrides_changed
 	v := violations.make(mutability.field, "Forbidden", mutability.active_detail(job))
 }

@@ -10,7 +10,7 @@
 #   violation (fail closed).
 # custom:
 #   id: trainjob-resource-budget
-#   version: 1.1.7
+#   version: 1.2.3
 #   specSection: F
 #   rationale: >-
 #     Platform teams need to know how many GPUs a TrainJob will hold before it starts: no team should start a 64-GPU
@@ -157,9 +157,25 @@ violation contains v if {
 	some name, limit in resource_limits
 	maximum := nanos.parse(limit.value)
 	total := object.get(computed.totalRequests, name, 0)
-	total > maximum
-	v := violations.make("spec", "Forbidden", sprintf("total %s requests %s exceed the limit %v%s", [name, nanos.format(total), limit.value, of_namespace(limit)]))
+	over(total, maximum)
+	v := violations.make("spec", "Forbidden", sprintf("total %s requests %s exceed the limit %v%s%s", [name, nanos.describe(total), limit.value, of_namespace(limit), unsure(maximum)]))
 }
+
+# A limit of at least nanos.beyond (e.g. `1e99999` for "unlimited") admits every total below it; a total
+# that is beyond it too cannot be compared exactly, so it is denied (fail closed) and the message says why.
+over(total, maximum) if {
+	maximum < nanos.beyond
+	total > maximum
+}
+
+over(total, maximum) if {
+	maximum >= nanos.beyond
+	total >= nanos.beyond
+}
+
+unsure(maximum) := sprintf(" (both are at least %s, beyond exact comparison)", [nanos.beyond_text]) if {
+	maximum >= nanos.beyond
+} else := ""
 
 # METADATA
 # title: trainer nodes over budget

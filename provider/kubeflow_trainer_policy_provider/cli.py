@@ -15,7 +15,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from kubeflow_trainer_policy_provider.documents import read_documents
 from kubeflow_trainer_policy_provider.errors import InputError
 from kubeflow_trainer_policy_provider.handler import MAX_KEYS
 from kubeflow_trainer_policy_provider.http_server import (
@@ -31,6 +30,7 @@ from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCreden
 from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.reader import add_limit_arguments, configure, limits_from_args, read_documents
 from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
 from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetSource
 from kubeflow_trainer_policy_provider.tls import TLSFiles
@@ -113,6 +113,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--context", help="kubeconfig context (default: current-context)")
     serve.add_argument("--namespace", help="watch JobSets in this namespace only (default: all namespaces)")
+    add_limit_arguments(serve)
     serve.add_argument(
         "--max-keys", type=int, default=MAX_KEYS, help="keys per ProviderRequest, at least 1 (default %(default)s)"
     )
@@ -224,6 +225,7 @@ def build_source(args: argparse.Namespace, metrics: ProviderMetrics, logger: Jso
 def run(args: argparse.Namespace) -> int:
     host, port = _split_listen(args.listen)
     check_flags(args)
+    configure(limits_from_args(args))
     logger = JsonLogger(min_level=args.log_level)
     if args.tls_library is not None:
         logger.warning("flag_ignored", flag="--tls-library", reason="TLS is always served by Python's ssl module")

@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import requests
-import yaml
+
+from kubeflow_trainer_policy_provider.errors import InputError
+from kubeflow_trainer_policy_provider.reader import read_documents
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
@@ -214,12 +216,15 @@ class _Merged:
     )
 
     def add(self, path: Path) -> None:
-        try:
-            config = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise KubeAuthError(f"cannot read kubeconfig {path}: {exc}") from exc
-        if config is None:
+        try:  # the bounded reader: a kubeconfig is YAML from the user, with its limits and duplicate-key check
+            documents = read_documents(path)
+        except InputError as exc:
+            raise KubeAuthError(f"cannot read kubeconfig {exc}") from exc
+        if not documents:
             return
+        if len(documents) > 1:
+            raise KubeAuthError(f"cannot read kubeconfig {path}: expected one document, found {len(documents)}")
+        config = documents[0].body
         if not isinstance(config, dict):
             raise KubeAuthError(f"kubeconfig {path} is not a mapping")
         self.current_context = self.current_context or config.get("current-context") or None

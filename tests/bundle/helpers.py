@@ -19,7 +19,7 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, gatekeeper_bundle_dir
-from kubeflow_trainer_policy_provider.documents import read_documents, read_single
+from kubeflow_trainer_policy_provider.reader import read_documents, read_single
 
 PROFILES = sorted(p.name for p in (BUNDLES_DIR / "gatekeeper").iterdir() if p.is_dir())
 

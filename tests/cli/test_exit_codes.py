@@ -64,7 +64,7 @@ def test_json_nested_500_deep(tmp_path: Path) -> None:
     assert_error(run_cli("review", deep), "deep.json")
     deeper = tmp_path / "deeper.json"
     deeper.write_text("[" * 100_000 + "]" * 100_000)
-    assert_error(run_cli("review", deeper), "deeper.json: nested too deeply to parse")
+    assert_error(run_cli("review", deeper), "deeper.json: nested deeper than the limit of 512 (--max-depth")
 
 
 def test_provider_with_a_string_timeout_names_the_field(tmp_path: Path) -> None:

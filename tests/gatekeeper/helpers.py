@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 from tests.admission import admission_review
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

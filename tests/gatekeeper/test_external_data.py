@@ -153,7 +153,7 @@ def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cach
     from kubeflow_trainer_policy.catalog.trainjob_fixtures import default_runtime
     from kubeflow_trainer_policy.gatekeeper.review import request_from_document
     from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
-    from kubeflow_trainer_policy_provider.documents import Document
+    from kubeflow_trainer_policy_provider.reader import Document
     from tests.admission import admission_review
 
     def update(uid: str):

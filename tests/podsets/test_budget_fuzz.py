@@ -100,6 +100,7 @@ def test_budget_template_never_errors(obj, inv, parameters, operation):
     review = {"operation": operation, "object": obj, "oldObject": None, "kind": {"kind": "TrainJob"}}
     for template in templates():
         found, _ = template.violations(review, parameters, inv)  # raises TemplateError on any evaluation error
+        assert not template.builtin_failures()  # no builtin failed (Gatekeeper would make it undefined silently)
         for violation in found:
             details = violation["details"]
             assert isinstance(violation["msg"], str)

@@ -25,14 +25,21 @@ ANCESTORS = ["trainer", "dataset-initializer", "model-initializer", "other"]
 @st.composite
 def quantity_text(draw: st.DrawFn) -> str:
     sign = draw(st.sampled_from(["", "", "", "+", "-"]))
-    whole = draw(st.sampled_from(["", "0", "1", "2", "8", "16", "007", "123456789012345678901"]))
-    fraction = draw(st.one_of(st.none(), st.text("0123456789", max_size=14)))
+    whole = draw(st.sampled_from(["", "0", "1", "2", "8", "16", "007", "123456789012345678901", "9" * 400]))
+    fraction = draw(st.one_of(st.none(), st.text("0123456789", max_size=14), st.sampled_from(["0" * 300 + "7"])))
     if not whole and not fraction:
         whole = "1"
     number = whole if fraction is None else f"{whole}.{fraction}"
     if draw(st.booleans()):
-        exponent = draw(st.integers(min_value=-30, max_value=30))
-        sign_char = draw(st.sampled_from(["", "+"])) if exponent >= 0 else ""
+        # every exponent apimachinery reads: any int64 (wrapped to int32), so also 1e308 and 1e99999 (issue 29)
+        exponent = draw(
+            st.one_of(
+                st.integers(min_value=-30, max_value=30),
+                st.sampled_from([308, 309, 990, 991, 1000, 99999, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63]),
+                st.integers(min_value=-(2**63), max_value=2**63 - 1),
+            )
+        )
+        sign_char = draw(st.sampled_from(["", "+", "+000"])) if exponent >= 0 else ""
         return f"{sign}{number}{draw(st.sampled_from('eE'))}{sign_char}{exponent}"
     return f"{sign}{number}{draw(st.sampled_from(SUFFIXES))}"
 
@@ -41,7 +48,7 @@ QUANTITY = st.one_of(
     quantity_text(),
     quantity_text(),
     st.integers(min_value=-(10**20), max_value=10**20),
-    st.sampled_from([0.5, 1.5, 2.0, 2.25, 1000.0, 0.001]),
+    st.sampled_from([0.5, 1.5, 2.0, 2.25, 1000.0, 0.001, 1e308, 1.7976931348623157e308, 5e-324]),
     st.sampled_from(["abc", "1gi", "", "1e", ".", "1e1000", None, True, [1], {"a": 1}]),
 )
 RESOURCE_LIST = st.one_of(

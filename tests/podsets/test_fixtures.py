@@ -18,7 +18,7 @@ from kubeflow_trainer_policy.admission import inventory_document
 from kubeflow_trainer_policy.cli.main import main
 from kubeflow_trainer_policy.podsets.model import compute, formatted
 from kubeflow_trainer_policy.profiles import PROFILES, generated_profiles
-from kubeflow_trainer_policy_provider.documents import read_documents
+from kubeflow_trainer_policy_provider.reader import read_documents
 from tests.rules.helpers import review_cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtimes"

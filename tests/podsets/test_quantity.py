@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflow_trainer_policy.podsets.quantity import format_nanos, parse_nanos
+from kubeflow_trainer_policy.podsets.quantity import BEYOND, ceil_units, describe_nanos, format_nanos, parse_nanos
 
 G = 10**9
 
@@ -43,7 +43,26 @@ EXACT = [
     (1.5, 3 * G // 2),
     ("0", 0),
     ("-0", 0),
+    # issue 29: every exponent apimachinery accepts (strconv.ParseInt, 64 bits, then int32(...))
+    ("1e308", 10**317),
+    ("1E+308", 10**317),
+    (1e308, 10**317),
+    ("1.7976931348623157e308", 17976931348623157 * 10**301),
+    ("9e990", 9 * 10**999),
+    ("1e+0003", 1000 * G),
+    ("1e4294967296", G),  # int32(4294967296) == 0
+    ("5e2147483648", 1),  # int32(2147483648) == -2147483648: rounds up to one nano-unit
+    ("1e9223372036854775807", 10**8),  # int32(2^63 - 1) == -1
+    ("1e-9223372036854775808", G),  # int32(-2^63) == 0
+    ("123456789012345678901234567890", 123456789012345678901234567890 * G),
+    ("1" + "0" * 400 + "m", 10**406),
+    ("0." + "0" * 500 + "1", 1),
+    ("1." + "0" * 500 + "1Ki", 1024 * G + 1),
+    ("1" + "0" * 40 + "Ki", (2**63 - 1) * G),
+    ("1" + "0" * 1100 + "n", BEYOND),  # zeros are not significant digits
+    ("0e99999", 0),
 ]
+BEYOND_COMPARISON = ["1e1000", "1e99999", "1e2147483647", "12e990", "1" + "0" * 1000]
 NOT_QUANTITIES = [
     "",
     ".",
@@ -55,8 +74,11 @@ NOT_QUANTITIES = [
     "1 ",
     " 1",
     "1.5.5",
-    "1e1000",
     "1ei",
+    "1e9223372036854775808",  # ParseInt fails: not a quantity in apimachinery either
+    "1e1.5",  # the CRD pattern allows it, ParseQuantity does not
+    "1e0Ki",
+    "1" + "2" * 1100,  # more significant digits than MAX_DIGITS
     "--1",
     None,
     True,
@@ -88,3 +110,27 @@ def test_format_keeps_the_value(nanos, text, rego_podsets):
     assert parse_nanos(text) == nanos
     rego = rego_podsets.engine.eval_query("x := data.lib.trainer.nanos.format(input.n)", {"n": nanos}).bindings
     assert rego == [{"x": text}]
+
+
+@pytest.mark.parametrize("text", BEYOND_COMPARISON, ids=lambda t: t[:20])
+def test_values_beyond_exact_comparison_are_beyond(text, rego_podsets):
+    assert parse_nanos(text) == BEYOND and parse_nanos("-" + text) == -BEYOND
+    query = "x := data.lib.trainer.nanos.parse(input.q); y := data.lib.trainer.nanos.describe(x)"
+    assert rego_podsets.engine.eval_query(query, {"q": text}).bindings == [{"x": BEYOND, "y": "at least 1e991"}]
+    assert describe_nanos(BEYOND) == "at least 1e991"
+
+
+@pytest.mark.parametrize(
+    ("nanos", "units"), [(0, 0), (1, 1), (G, 1), (G + 1, 2), (-3 * G // 2, -1), (10**317, 10**308)]
+)
+def test_ceil_units(nanos, units, rego_podsets):
+    assert ceil_units(nanos) == units
+    rego = rego_podsets.engine.eval_query("x := data.lib.trainer.nanos.ceil_units(input.n)", {"n": nanos}).bindings
+    assert rego == [{"x": units}]
+
+
+def test_format_uses_an_exponent_for_huge_whole_units(rego_podsets):
+    for nanos, text in [(10**317, "1e308"), (12 * 10**26, "12e17"), (10**27 + G, "1000000000000000001")]:
+        assert format_nanos(nanos) == text and parse_nanos(text) == nanos
+        rego = rego_podsets.engine.eval_query("x := data.lib.trainer.nanos.format(input.n)", {"n": nanos}).bindings
+        assert rego == [{"x": text}]

@@ -21,11 +21,11 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner, ReviewResult
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
-from kubeflow_trainer_policy_provider.documents import Document
 from kubeflow_trainer_policy_provider.kube_auth import from_kubeconfig
 from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
+from kubeflow_trainer_policy_provider.reader import Document
 from tests.admission import admission_review
 from tests.gatekeeper.helpers import trainjob
 from tests.kube.cluster import KubeCluster

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from kubeflow_trainer_policy_provider import documents
-from kubeflow_trainer_policy_provider.documents import read_documents
+from kubeflow_trainer_policy_provider import reader
+from kubeflow_trainer_policy_provider.reader import read_documents
 from kubeflow_trainer_policy_provider.sources import StaticJobSetSource
 
 
@@ -35,7 +35,7 @@ def test_a_json_file_is_parsed_as_json(tmp_path: Path) -> None:
 
 
 def test_yaml_is_read_with_libyaml_when_present(tmp_path: Path) -> None:
-    assert documents.SAFE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert reader._SCANNER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     path = tmp_path / "jobsets.yaml"
     path.write_text(yaml.safe_dump_all([jobset("a", 1), jobset("b", 0)]))
     assert [d.body["metadata"]["name"] for d in read_documents(path)] == ["a", "b"]

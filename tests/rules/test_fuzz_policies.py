@@ -247,6 +247,8 @@ def _review(operation: Any, obj: Any, old: Any) -> dict[str, Any]:
 def _check(review: Any, parameters: Any, inventory: Any) -> None:
     for template in compiled():
         violations, _ = template.violations(review, parameters, inventory)  # raises TemplateError on an engine error
+        # A builtin that failed is undefined, as in Gatekeeper; a policy must not lean on that (issue 29)
+        assert not template.builtin_failures(), template.template.name
         for v in violations:
             details = v["details"]
             assert {type(details[k]) for k in ("field", "type", "detail")} == {str}, v

@@ -14,8 +14,8 @@ from kubeflow_trainer_policy.gatekeeper.external_data import InProcessProvider, 
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy_provider.certs import make_ca
-from kubeflow_trainer_policy_provider.documents import Document
 from kubeflow_trainer_policy_provider.handler import ProviderHandler
+from kubeflow_trainer_policy_provider.reader import Document
 from kubeflow_trainer_policy_provider.sources import Lookup, StaticJobSetSource
 from tests.admission import admission_review
 from tests.rules import helpers

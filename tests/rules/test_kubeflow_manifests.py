@@ -19,7 +19,7 @@ from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, audit_re
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import generated_profiles
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 from tests.rules.helpers import bundle
 
 SHIPPED = Path(__file__).resolve().parents[1] / "fixtures" / "kubeflow-manifests"

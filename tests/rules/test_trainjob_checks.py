@@ -14,7 +14,7 @@ from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime, trainjob
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
 from kubeflow_trainer_policy.profiles import generated_profiles, get_profile
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 from tests.rules.helpers import bundle, runner_review
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -86,7 +86,7 @@ from kubeflow_trainer_policy.gatekeeper.external_data import ProviderAnswer, Pro
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import generated_profiles
-from kubeflow_trainer_policy_provider.documents import Document
+from kubeflow_trainer_policy_provider.reader import Document
 from tests.rules.helpers import Reviewed, review_cli_many, runner_review
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"

@@ -43,7 +43,11 @@ def verification_flags(files: dict[str, bytes], key_file: Path | None, key_id: s
 def activation_problems(
     files: dict[str, bytes], key_file: Path | None = None, key_id: str = "", scope: str = ""
 ) -> list[str]:
-    """Empty when OPA activates the bundle; else OPA's error, one line."""
+    """Empty when OPA activates the bundle; else OPA's error, one line. The data files are first read here, with
+    the reader's limits (a data.yaml is as hostile as any YAML), so no alias bomb reaches OPA's own YAML parser."""
+    problems = data_problems(files)
+    if problems:
+        return problems
     with tempfile.TemporaryDirectory(prefix="trainer-policy-bundle-") as tmp:
         path = Path(tmp) / "bundle.tar.gz"
         write_archive(path, files)
@@ -59,6 +63,18 @@ def activation_problems(
         return []
     lines = [line.strip() for line in result.stderr.splitlines() if line.strip()] or [f"exit {result.returncode}"]
     return [f"OPA refuses to activate it: {' '.join(lines)}".replace(str(path), "bundle")]
+
+
+def data_problems(files: dict[str, bytes]) -> list[str]:
+    """The bundle's data files parsed within the reader's limits and merged as OPA merges them (one line per
+    problem): a file that does not parse, or data files that conflict."""
+    from kubeflow_trainer_policy.bundle.loader import bundle_data, merged_data
+
+    try:
+        merged_data(bundle_data(files))
+    except ValueError as exc:
+        return [" ".join(str(exc).split())]
+    return []
 
 
 def _embedded_problems(files: dict[str, bytes], why: OpaUnavailable) -> list[str]:

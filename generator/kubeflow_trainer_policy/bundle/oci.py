@@ -26,7 +26,11 @@ from oras.logger import logger as oras_logger
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 CONFIG_MEDIA_TYPE = "application/vnd.oci.image.config.v1+json"
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
-MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+MAX_LAYER_BYTES = 64 * 1024 * 1024
+"""Default cap on the bundle layer's declared and actual size (`bundle pull --max-layer-bytes`)."""
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+"""An OCI manifest is a few hundred bytes; the registries' own cap is 4 MiB."""
+CHUNK_BYTES = 64 * 1024
 
 oras_logger.set_level(logging.CRITICAL + 1)
 
@@ -157,26 +161,50 @@ def push(bundle: Path, reference: str, options: RegistryOptions) -> PushResult:
     return PushResult(reference, digest, "sha256:" + hashlib.sha256(content).hexdigest(), len(content))
 
 
-def pull(reference: str, options: RegistryOptions) -> PullResult:
-    """The bundle tarball: the first tar+gzip layer, as OPA picks it, checked against its digest."""
+def pull(reference: str, options: RegistryOptions, max_layer_bytes: int = MAX_LAYER_BYTES) -> PullResult:
+    """The bundle tarball: the first tar+gzip layer, as OPA picks it, checked against its digest. The manifest's
+    declared layer size is trusted only up to `max_layer_bytes`, and the download stops as soon as it exceeds the
+    declared size: memory holds at most that many bytes, whatever the registry sends."""
     registry, container = _client(reference, options)
     registry.auth.load_configs(container)
     url = f"{registry.prefix}://{container.manifest_url()}"
-    response = _call(lambda: registry.do_request(url, "GET", headers={"Accept": MANIFEST_MEDIA_TYPE}))
-    _check(response, f"get manifest {reference}")
-    manifest_digest = (
-        response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(response.content).hexdigest()
-    )
-    layer = _bundle_layer(response.content)
-    blob = _call(lambda: registry.get_blob(container, layer["digest"]))
-    _check(blob, f"get layer {layer['digest']}")
-    content = blob.content
-    if len(content) > MAX_BUNDLE_BYTES:
-        raise RegistryError(f"layer {layer['digest']} is larger than {MAX_BUNDLE_BYTES} bytes")
+    response = _call(lambda: registry.do_request(url, "GET", headers={"Accept": MANIFEST_MEDIA_TYPE}, stream=True))
+    with response:
+        _check(response, f"get manifest {reference}")
+        raw = _read_capped(response, MAX_MANIFEST_BYTES, "the manifest")
+    manifest_digest = response.headers.get("Docker-Content-Digest") or "sha256:" + hashlib.sha256(raw).hexdigest()
+    layer = _bundle_layer(raw)
+    declared = layer.get("size")
+    if isinstance(declared, bool) or not isinstance(declared, int) or declared < 0:
+        raise RegistryError(f"the bundle layer declares no size (got {declared!r})")
+    if declared > max_layer_bytes:
+        raise RegistryError(
+            f"layer {layer['digest']} declares {declared} bytes, over the limit of {max_layer_bytes} "
+            "(--max-layer-bytes or TRAINER_POLICY_BUNDLE_LAYER_BYTES)"
+        )
+    blob = _call(lambda: registry.get_blob(container, layer["digest"], stream=True))
+    with blob:
+        _check(blob, f"get layer {layer['digest']}")
+        content = _read_capped(blob, declared, f"layer {layer['digest']} (declared {declared} bytes)")
+    if len(content) != declared:
+        raise RegistryError(f"layer {layer['digest']} is {len(content)} bytes, the manifest declares {declared}")
     actual = "sha256:" + hashlib.sha256(content).hexdigest()
     if actual != layer["digest"]:
         raise RegistryError(f"layer digest mismatch: the manifest says {layer['digest']}, the content is {actual}")
     return PullResult(reference, manifest_digest, actual, content)
+
+
+def _read_capped(response: requests.Response, limit: int, what: str) -> bytes:
+    """The body, read in chunks and refused once it passes `limit` bytes (a lying Content-Length changes nothing)."""
+    body = bytearray()
+    try:
+        for chunk in response.iter_content(chunk_size=CHUNK_BYTES):
+            body += chunk
+            if len(body) > limit:
+                raise RegistryError(f"{what}: the registry sent more than {limit} bytes")
+    except requests.exceptions.RequestException as exc:
+        raise RegistryError(f"{what}: download failed: {_reason(exc)}") from exc
+    return bytes(body)
 
 
 def _bundle_layer(raw: bytes) -> dict[str, Any]:

@@ -3,20 +3,28 @@
 `GET /<name>.tar.gz` answers the file with a strong `ETag` (the SHA-256 of its bytes); a request whose
 `If-None-Match` lists that ETag gets 304 and no body. The ETag is recomputed whenever the file's
 size, mtime or inode change, so a rebuilt bundle (written to a temporary file, then renamed) is
-served with a new ETag at the next poll. Only plain file names directly in the folder are served.
+served with a new ETag at the next poll. Only regular files directly in the folder (never a symlink, which
+could point anywhere) that are OPA bundles (a gzipped tar, within the bundle limits, with a .manifest) are
+served: a stray `*.tar.gz` is not, whatever its name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import ssl
+import stat
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from kubeflow_trainer_policy.bundle.archive import ArchiveLimits, read_archive
+from kubeflow_trainer_policy.bundle.build import MANIFEST
+from kubeflow_trainer_policy.errors import InputError
 
 BUNDLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.tar\.gz$")
 CONTENT_TYPE = "application/gzip"
@@ -30,34 +38,52 @@ class _Entry:
 
 
 class BundleStore:
-    """Bundle files of one folder, read and hashed once per version of each file."""
+    """Bundle files of one folder, read, checked and hashed once per version of each file."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, limits: ArchiveLimits | None = None):
         self.root = root
-        self._entries: dict[str, _Entry] = {}
+        self.limits = limits or ArchiveLimits.from_env()
+        self._entries: dict[str, _Entry | tuple[int, int, int]] = {}
+        """A served bundle, or the stamp of a file version that is not one."""
         self._lock = threading.Lock()
 
     def get(self, name: str) -> _Entry | None:
-        path = self.root / name
+        if not BUNDLE_NAME.match(name):
+            return None
         try:
-            stat = path.stat()
+            # O_NOFOLLOW: a symlink in the folder is refused when opened, not checked before (no race)
+            fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
-        if not path.is_file():
-            return None
-        stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        with self._lock:
-            entry = self._entries.get(name)
-            if entry is not None and entry.stamp == stamp:
-                return entry
-        try:
-            body = path.read_bytes()
-        except OSError:
-            return None
-        entry = _Entry(stamp, f'"sha256:{hashlib.sha256(body).hexdigest()}"', body)
+        with os.fdopen(fd, "rb") as handle:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > self.limits.max_total_bytes:
+                return None
+            stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
+            with self._lock:
+                known = self._entries.get(name)
+            if isinstance(known, _Entry) and known.stamp == stamp:
+                return known
+            if known == stamp:
+                return None  # this version of the file was found not to be a bundle
+            try:
+                body = handle.read(self.limits.max_total_bytes + 1)
+            except OSError:
+                return None
+        entry: _Entry | tuple[int, int, int] = stamp
+        if len(body) <= self.limits.max_total_bytes and _is_bundle(body, self.limits):
+            entry = _Entry(stamp, f'"sha256:{hashlib.sha256(body).hexdigest()}"', body)
         with self._lock:
             self._entries[name] = entry
-        return entry
+        return entry if isinstance(entry, _Entry) else None
+
+
+def _is_bundle(body: bytes, limits: ArchiveLimits) -> bool:
+    try:
+        files = read_archive(body, limits)
+    except InputError:
+        return False
+    return MANIFEST in files
 
 
 def etag_matches(header: str | None, etag: str) -> bool:
@@ -132,9 +158,15 @@ class BundleRequestHandler(BaseHTTPRequestHandler):
 
 
 def make_server(
-    root: Path, host: str, port: int, cert_file: str | None = None, key_file: str | None = None, quiet: bool = True
+    root: Path,
+    host: str,
+    port: int,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    quiet: bool = True,
+    limits: ArchiveLimits | None = None,
 ) -> ThreadingHTTPServer:
-    handler = type("Handler", (BundleRequestHandler,), {"store": BundleStore(root), "quiet": quiet})
+    handler = type("Handler", (BundleRequestHandler,), {"store": BundleStore(root, limits), "quiet": quiet})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     if cert_file:
@@ -151,5 +183,9 @@ def server_url(server: ThreadingHTTPServer, tls: bool) -> str:
     return f"{'https' if tls else 'http'}://{shown}:{port}/"
 
 
-def bundle_files(root: Path) -> list[str]:
-    return sorted(p.name for p in root.iterdir() if p.is_file() and BUNDLE_NAME.match(p.name)) if root.is_dir() else []
+def bundle_files(root: Path, limits: ArchiveLimits | None = None) -> list[str]:
+    """The names the server would serve now."""
+    if not root.is_dir():
+        return []
+    store = BundleStore(root, limits)
+    return sorted(p.name for p in root.iterdir() if store.get(p.name) is not None)

@@ -20,7 +20,7 @@ from kubeflow_trainer_policy.cel.source import CelSource, load_source, render
 from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
 from kubeflow_trainer_policy.profiles import Profile
-from kubeflow_trainer_policy_provider.documents import read_single
+from kubeflow_trainer_policy_provider.reader import read_single
 
 ENGINE = "K8sNativeValidation"
 CONSTRAINTS_API_VERSION = "constraints.gatekeeper.sh/v1beta1"

@@ -9,10 +9,17 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from kubeflow_trainer_policy.atomic import staged_folder, write_bytes
 from kubeflow_trainer_policy.bundle.activation import activation_problems
-from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
+from kubeflow_trainer_policy.bundle.archive import (
+    add_limit_arguments,
+    archive_bytes,
+    limits_from_args,
+    read_archive,
+    write_archive,
+)
 from kubeflow_trainer_policy.bundle.build import SIGNATURES, build_bundle
-from kubeflow_trainer_policy.bundle.oci import RegistryError, RegistryOptions, pull, push
+from kubeflow_trainer_policy.bundle.oci import MAX_LAYER_BYTES, RegistryError, RegistryOptions, pull, push
 from kubeflow_trainer_policy.bundle.server import bundle_files, make_server, server_url
 from kubeflow_trainer_policy.bundle.signing import (
     ALGORITHMS,
@@ -78,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sign.add_argument("--key-id", default="default", help="kid of the JWT (OPA's keys.<id>; default %(default)s)")
     sign.add_argument("--scope", default="", help="scope claim OPA checks against its configuration (default: none)")
     sign.add_argument("-o", "--output", metavar="FILE", help="write here instead of replacing BUNDLE (default: BUNDLE)")
+    add_limit_arguments(sign)
     sign.set_defaults(run=run_sign)
 
     verify = verbs.add_parser(
@@ -93,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     verify.add_argument("--key-id", default="", help="expected kid (default: any)")
     verify.add_argument("--scope", default="", help="expected scope claim (default: none)")
+    add_limit_arguments(verify)
     verify.set_defaults(run=run_verify)
 
     serve = verbs.add_parser(
@@ -108,6 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--cert-file", help="serve HTTPS with this certificate (PEM) (default: plain HTTP)")
     serve.add_argument("--key-file", help="key of --cert-file (PEM) (default: none)")
     serve.add_argument("--access-log", action="store_true", help="log every request on stderr (default: off)")
+    add_limit_arguments(serve)
     serve.set_defaults(run=run_serve)
 
     push_verb = verbs.add_parser(
@@ -119,6 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     push_verb.add_argument("bundle", metavar="BUNDLE.tar.gz")
     push_verb.add_argument("reference", metavar="REF", help="host[:port]/repository:tag")
     _registry_options(push_verb)
+    add_limit_arguments(push_verb)
     push_verb.set_defaults(run=run_push)
 
     pull_verb = verbs.add_parser(
@@ -134,11 +145,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     pull_verb.add_argument("--key-id", default="", help="expected kid (default: any)")
     pull_verb.add_argument("--scope", default="", help="expected scope claim (default: none)")
+    pull_verb.add_argument(
+        "--max-layer-bytes",
+        type=int,
+        metavar="N",
+        help=f"largest bundle layer accepted, as the manifest declares it and as downloaded; the download stops "
+        f"there (also {LAYER_BYTES_ENV}) (default {MAX_LAYER_BYTES})",
+    )
     _registry_options(pull_verb)
+    add_limit_arguments(pull_verb)
     pull_verb.set_defaults(run=run_pull)
 
 
 PASSWORD_ENV = "TRAINER_POLICY_REGISTRY_PASSWORD"
+LAYER_BYTES_ENV = "TRAINER_POLICY_BUNDLE_LAYER_BYTES"
 
 
 def _registry_options(parser: argparse.ArgumentParser) -> None:
@@ -200,9 +220,14 @@ def run_build(args: argparse.Namespace) -> int:
         problems = activation_problems(content.files)
         if problems:
             raise InputError(str(source), f"the bundle would not activate: {problems[0]}")
-        built.append((output_dir / f"kubeflow-trainer-policy-{profile}.tar.gz", content))
-    for output, content in built:
-        write_archive(output, content.files)
+        built.append((f"kubeflow-trainer-policy-{profile}.tar.gz", content))
+    # All bundles or none: written in a staging folder next to the output, moved in only when every one is whole
+    # (a full disk leaves the old set as it was, and no success line).
+    with staged_folder(output_dir) as staging:
+        for name, content in built:
+            write_bytes(staging / name, archive_bytes(content.files))
+    for name, content in built:
+        output = output_dir / name
         print(f"{output}: {len(content.files)} files, revision {content.revision}, roots {', '.join(content.roots)}")
         for template, reason in sorted(content.left_out.items()):
             print(f"{output}: left out template {template}: {reason}")
@@ -217,7 +242,7 @@ def _read_key(path: str) -> bytes:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    files = read_archive(Path(args.bundle))
+    files = read_archive(Path(args.bundle), limits_from_args(args))
     try:
         key = SigningKey.from_pem(_read_key(args.signing_key), args.signing_alg)
     except KeyFileError as exc:
@@ -240,7 +265,7 @@ def run_verify(args: argparse.Namespace) -> int:
             load_public_key(public_pem)  # a bad key is an input error (2), not a failed verification (1)
         except KeyFileError as exc:
             raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
-    files = read_archive(Path(args.bundle))
+    files = read_archive(Path(args.bundle), limits_from_args(args))
     problems = []
     if public_pem is not None:
         try:
@@ -264,12 +289,15 @@ def run_serve(args: argparse.Namespace) -> int:
         raise InputError(args.dir, "no such folder")
     if bool(args.cert_file) != bool(args.key_file):
         raise InputError("--cert-file", "--cert-file and --key-file go together")
+    limits = limits_from_args(args)
     try:
-        server = make_server(root, args.host, args.port, args.cert_file, args.key_file, quiet=not args.access_log)
+        server = make_server(
+            root, args.host, args.port, args.cert_file, args.key_file, quiet=not args.access_log, limits=limits
+        )
     except OSError as exc:
         raise InputError(f"{args.host}:{args.port}", exc.strerror or str(exc)) from exc
     url = server_url(server, bool(args.cert_file))
-    names = bundle_files(root)
+    names = bundle_files(root, limits)
     print(f"serving {root} at {url} ({', '.join(names) or 'no bundle yet'})", flush=True)
     try:
         server.serve_forever()
@@ -280,7 +308,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_push(args: argparse.Namespace) -> int:
     path = Path(args.bundle)
-    files = read_archive(path)
+    files = read_archive(path, limits_from_args(args))
     problems = activation_problems(files)
     if problems:
         raise InputError(args.bundle, f"not a bundle OPA would activate: {problems[0]}")
@@ -296,34 +324,47 @@ def run_push(args: argparse.Namespace) -> int:
 
 
 def run_pull(args: argparse.Namespace) -> int:
+    limits = limits_from_args(args)
+    max_layer = args.max_layer_bytes
+    if max_layer is None and LAYER_BYTES_ENV in os.environ:
+        max_layer = os.environ[LAYER_BYTES_ENV]
+    max_layer = MAX_LAYER_BYTES if max_layer is None else _positive(str(max_layer), "--max-layer-bytes")
+    public_pem = _read_key(args.verification_key) if args.verification_key else None
     try:
-        result = pull(args.reference, _options(args))
+        result = pull(args.reference, _options(args), max_layer)
     except RegistryError as exc:
         raise InputError(args.reference, str(exc)) from exc
+    # Verified in memory (the real OPA activates a temporary copy), before anything is written: a refused
+    # bundle leaves no file behind.
+    files = read_archive(result.content, limits, name=f"{args.reference} (layer {result.layer_digest})")
+    problems = []
+    if public_pem is not None:
+        try:
+            verify_files(files, public_pem, args.key_id, args.scope)
+        except SignatureError as exc:
+            problems.append(f"signature: {exc}")
+        except ValueError as exc:
+            raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
+    key_file = Path(args.verification_key) if args.verification_key else None
+    problems += activation_problems(files, key_file, args.key_id, args.scope)
+    if problems:
+        raise InputError(args.reference, f"the pulled bundle is refused: {problems[0]}")
     output = Path(args.output)
-    partial = output.with_name(output.name + ".partial")
     output.parent.mkdir(parents=True, exist_ok=True)
-    partial.write_bytes(result.content)
-    try:
-        files = read_archive(partial)
-        problems = []
-        if args.verification_key:
-            try:
-                verify_files(files, _read_key(args.verification_key), args.key_id, args.scope)
-            except SignatureError as exc:
-                problems.append(f"signature: {exc}")
-            except ValueError as exc:
-                raise InputError(args.verification_key, " ".join(str(exc).split())) from exc
-        key_file = Path(args.verification_key) if args.verification_key else None
-        problems += activation_problems(files, key_file, args.key_id, args.scope)
-        if problems:
-            raise InputError(args.reference, f"the pulled bundle is refused: {problems[0]}")
-        partial.replace(output)
-    finally:
-        partial.unlink(missing_ok=True)
+    write_bytes(output, result.content)
     signed = ", signature verified" if args.verification_key else ""
     print(
         f"{output}: pulled {args.reference} (manifest {result.manifest_digest}, layer {result.layer_digest}{signed})",
         file=sys.stdout,
     )
     return 0
+
+
+def _positive(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(name, f"must be a whole number >= 1, got {text!r}")
+    return value

@@ -1,7 +1,9 @@
 """`trainer-policy certs`: a CA, the provider's serving certificate, client certificates, the caBundle.
 
-Every flag and file is checked before anything is written; the files are made in a temporary folder
-next to --out-dir and moved in only when all of them are complete, so a failure leaves nothing.
+Every flag and file is checked before anything is written. A folder that already holds a CA is refused unless
+that CA is reused (`--ca-cert/--ca-key`) or replaced on purpose (`--rotate-ca`): replacing it silently would make
+every certificate it issued stop verifying. The files are published as one set (atomic.publish_set): a kill or a
+full disk at any moment leaves the old set or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--ca-cert", metavar="FILE", help="existing PEM CA certificate to sign with, with --ca-key (default: a new CA)"
     )
     parser.add_argument("--ca-key", metavar="FILE", help="unencrypted PEM EC key of --ca-cert (default: a new CA)")
+    parser.add_argument(
+        "--rotate-ca",
+        action="store_true",
+        help="replace the CA --out-dir already holds (with a new one, or with --ca-cert/--ca-key): certificates "
+        "the old CA issued stop verifying (default: off; a folder with a CA is refused unless its CA is reused)",
+    )
     parser.add_argument(
         "--days",
         type=int,
@@ -160,33 +168,64 @@ def _provider_yaml(args: argparse.Namespace, bundle: str) -> str:
     return yaml.safe_dump(provider_object(args.provider_name, url, bundle, args.timeout), sort_keys=False)
 
 
+CA_FILES = ("ca.crt", "ca.key")
+
+
+def _check_existing_ca(args: argparse.Namespace, out: Path, given: KeyPair | None) -> bytes | None:
+    """Refuses to replace the CA the folder holds unless told to; returns its key when the given CA is that one
+    (the key then stays in the folder's set)."""
+    present = [name for name in CA_FILES if (out / name).exists()]
+    if not present:
+        return None
+    held_cert = _read(str(out / "ca.crt"), "the CA in --out-dir") if (out / "ca.crt").exists() else None
+    held_key = _read(str(out / "ca.key"), "the CA in --out-dir") if (out / "ca.key").exists() else None
+    same = given is not None and (given.cert_pem == held_cert if held_cert is not None else given.key_pem == held_key)
+    if same or args.rotate_ca:
+        return held_key if same and held_key == given.key_pem else None  # type: ignore[union-attr]
+    what = "another CA" if given is not None else "a new CA"
+    raise InputError(
+        str(out),
+        f"already holds a CA ({', '.join(present)}); replacing it with {what} would make every certificate it "
+        f"issued stop verifying: reuse it with --ca-cert {out / 'ca.crt'} --ca-key {out / 'ca.key'}, "
+        "or replace it with --rotate-ca",
+        field="--out-dir",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from kubeflow_trainer_policy.atomic import staged_folder, write_text
+    from kubeflow_trainer_policy.atomic import publish_set, write_text
     from kubeflow_trainer_policy_provider.certs import ca_bundle, issue, make_ca, service_names
 
     _check_names(args)
     given_ca = _load_ca(args)
     out = Path(args.out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    held_key = _check_existing_ca(args, out, given_ca)
     ca = given_ca or make_ca(days=args.days)
     names = service_names(args.service, args.namespace) + list(args.san)
     bundle = ca_bundle(ca.cert_pem)
-    with staged_folder(out) as staging:
-        if given_ca is None:
-            ca.write(staging / "ca.crt", staging / "ca.key")
-        else:
-            (staging / "ca.crt").write_bytes(ca.cert_pem)
-        issue(ca, f"{args.service}.{args.namespace}.svc", names, days=args.days).write(
-            staging / "tls.crt", staging / "tls.key"
-        )
-        for client in args.client:
-            issue(ca, client, [], client=True, days=args.days).write(
-                staging / f"client-{client}.crt", staging / f"client-{client}.key"
-            )
-        (staging / "ca-bundle.txt").write_text(bundle + "\n")
-        if args.provider_yaml and _in_out_dir(Path(args.provider_yaml), out):
-            (staging / Path(args.provider_yaml).name).write_text(_provider_yaml(args, bundle))
+    public, private = 0o666 & ~_umask(), 0o600
+    files: dict[str, tuple[bytes, int]] = {"ca.crt": (ca.cert_pem, public)}
+    if given_ca is None or held_key is not None:  # a given key is not copied, unless the folder held it already
+        files["ca.key"] = (ca.key_pem, private)
+    serving = issue(ca, f"{args.service}.{args.namespace}.svc", names, days=args.days)
+    files["tls.crt"], files["tls.key"] = (serving.cert_pem, public), (serving.key_pem, private)
+    for client in args.client:
+        pair = issue(ca, client, [], client=True, days=args.days)
+        files[f"client-{client}.crt"], files[f"client-{client}.key"] = (pair.cert_pem, public), (pair.key_pem, private)
+    files["ca-bundle.txt"] = ((bundle + "\n").encode(), public)
+    if args.provider_yaml and _in_out_dir(Path(args.provider_yaml), out):
+        files[Path(args.provider_yaml).name] = (_provider_yaml(args, bundle).encode(), public)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    publish_set(out, files)
     if args.provider_yaml and not _in_out_dir(Path(args.provider_yaml), out):
         write_text(args.provider_yaml, _provider_yaml(args, bundle))
     print(bundle)
     return 0
+
+
+def _umask() -> int:
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

@@ -12,6 +12,7 @@ one-line reason (a traceback only with `--debug`).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -19,8 +20,11 @@ import traceback
 from collections.abc import Sequence
 from contextlib import suppress
 from types import ModuleType
+from typing import Any, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_ERROR, EngineError, InputError
+from kubeflow_trainer_policy_provider import reader
+from kubeflow_trainer_policy_provider.reader import add_limit_arguments
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "generate": (
@@ -59,10 +63,15 @@ def command_module(name: str) -> ModuleType:
 
 def selected_command(argv: Sequence[str]) -> str | None:
     """The subcommand named on the command line (the first word that is one), if any."""
+    takes_value = False
     for word in argv:
-        if word in COMMANDS:
+        if takes_value:
+            takes_value = False
+        elif word in COMMANDS:
             return word
-        if not word.startswith("-"):
+        elif word.startswith("--max-") and "=" not in word:
+            takes_value = True  # a read limit given before the command: its value follows
+        elif not word.startswith("-"):
             return None
     return None
 
@@ -79,10 +88,13 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
         "--debug", action="store_true", help="print a traceback for internal errors (default: one line only)"
     )
     parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit (default: off)")
+    add_limit_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         if not lazy or name == only:
             command_module(name).register(subparsers)
+            # The limits also after the command (`review x --max-depth 64`), without hiding a value given before it.
+            add_limit_arguments(subparsers.choices[name], default=argparse.SUPPRESS)
         else:
             subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
@@ -122,6 +134,35 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+STDOUT_NAME = "<stdout>"
+
+
+class StdoutError(OSError):
+    """Writing the command's output failed (a full disk, a closed pipe): the output, not an input, is named."""
+
+
+class _NamedStdout:
+    """sys.stdout whose write errors become StdoutError, so they are told apart from the command's own files."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror, STDOUT_NAME) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror, STDOUT_NAME) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _describe(exc: Exception) -> str:
     if isinstance(exc, OSError):  # a file or socket the command needed: name it
         target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
@@ -135,6 +176,18 @@ def _describe(exc: Exception) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with file descriptor 1 closed: nothing could tell the result
+        _report("trainer-policy", f"{STDOUT_NAME}: standard output is closed")
+        return EXIT_ERROR
+    stdout = sys.stdout
+    sys.stdout = _NamedStdout(stdout)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(selected_command(argv), lazy=True)
     try:
         args = parser.parse_args(argv)
@@ -142,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if exc.code in (0, None) else EXIT_ERROR
     prog = f"trainer-policy {args.command}"
     try:
+        reader.configure(reader.limits_from_args(args))
         status = int(args.run(args))
         sys.stdout.flush()
         return status
@@ -149,9 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report(prog, str(exc))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except StdoutError as exc:
         _silence_stdout()
-        _report(prog, "stdout was closed before all output was written")
+        if exc.errno == errno.EPIPE:
+            _report(prog, "stdout was closed before all output was written")
+        else:
+            _report(prog, f"{STDOUT_NAME}: {exc.strerror}: the output was not written whole")
     except Exception as exc:  # anything else: one line (a traceback only with --debug), never exit 1
         if args.debug:
             traceback.print_exc()

@@ -15,10 +15,12 @@ from kubeflow_trainer_policy.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient
     from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet
+    from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
     from kubeflow_trainer_policy.gatekeeper.runner import ReviewResult
 
 EXIT_ALLOWED, EXIT_DENIED = EXIT_OK, EXIT_FAILED
 STDIN = "-"
+STDIN_NAME = "<stdin>"
 DEFAULT_VARIANT = "synced-jobsets"
 DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
 
@@ -105,6 +107,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="report format: text (with a summary table for several objects), json, or junit (JUnit XML, one "
         "testcase per object; a denial is a failure) (default %(default)s)",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when no constraint matches an object of a Kubeflow API group (likely a typo in its kind or "
+        "apiVersion, which Gatekeeper would admit unchecked); without it that is a warning on stderr (default: off)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -131,7 +139,7 @@ def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:
         return [folder]
     if depth > 8:
         raise InputError(str(kustomization), "kustomizations nested more than 8 deep", field="resources")
-    from kubeflow_trainer_policy_provider.documents import read_single
+    from kubeflow_trainer_policy_provider.reader import read_single
 
     resources = read_single(kustomization).body.get("resources")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
@@ -181,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set, with_parameters
     from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
     from kubeflow_trainer_policy.manifests import Manifest, iter_manifests, read_manifests
-    from kubeflow_trainer_policy_provider.documents import read_single
+    from kubeflow_trainer_policy_provider.reader import read_single
 
     sources: list[str | Path] = (
         list(args.constraints) if args.constraints else list(profile_files(args.profile, args.variant))
@@ -211,14 +219,19 @@ def run(args: argparse.Namespace) -> int:
             )
         if single:
             assert isinstance(items[0], Manifest)
-            return _report_single(args, runner.review(_request(args, items[0], raw=args.review[0])))
-        outcomes = [_evaluate(args, runner, item) for item in items]
+            request = _request(args, items[0], raw=args.review[0])
+            result = runner.review(request)
+            unmatched = _unmatched(args, request, result, policy_set, STDIN_NAME if args.review[0] == STDIN else None)
+            if unmatched:
+                raise unmatched
+            return _report_single(args, result)
+        outcomes = [_evaluate(args, runner, policy_set, item) for item in items]
     return _report_many(args.output, outcomes)
 
 
 def _request(args: argparse.Namespace, manifest: Any, raw: str | None = None) -> Any:
     from kubeflow_trainer_policy.gatekeeper.review import audit_request, request_from_document
-    from kubeflow_trainer_policy_provider.documents import Document
+    from kubeflow_trainer_policy_provider.reader import Document
 
     # One document named by its file alone, as before; several by file#N.
     source = manifest.source if raw is None else ("<stdin>" if raw == STDIN else raw)
@@ -230,17 +243,37 @@ def _request(args: argparse.Namespace, manifest: Any, raw: str | None = None) ->
     return request
 
 
-def _evaluate(args: argparse.Namespace, runner: Any, item: Any) -> ObjectOutcome:
+def _evaluate(args: argparse.Namespace, runner: Any, policy_set: PolicySet, item: Any) -> ObjectOutcome:
     from kubeflow_trainer_policy.manifests import Unreadable
 
     if isinstance(item, Unreadable):
         return ObjectOutcome(item.file, 0, "", "", "", errors=[str(item.error)])
     identity = _identity(item.body)
     try:
-        result = runner.review(_request(args, item))
+        request = _request(args, item)
+        result = runner.review(request)
     except InputError as exc:
         return ObjectOutcome(item.file, item.index, *identity, errors=[str(exc)])
-    return ObjectOutcome(item.file, item.index, *identity, violations=result.violations, errors=list(result.errors))
+    for failure in result.builtin_failures:
+        print(f"trainer-policy review: note: {item.source}: {failure}", file=sys.stderr)
+    unmatched = _unmatched(args, request, result, policy_set, item.source)
+    errors = list(result.errors) + ([str(unmatched)] if unmatched else [])
+    return ObjectOutcome(item.file, item.index, *identity, violations=result.violations, errors=errors)
+
+
+def _unmatched(
+    args: argparse.Namespace, request: AdmissionRequest, result: ReviewResult, policy_set: PolicySet, where: str | None
+) -> InputError | None:
+    """With --strict, the error for an object of a Kubeflow group that no constraint matched; without it, a warning
+    on stderr and None. `where` names the object (its file alone when None)."""
+    unmatched = "" if result.matched or result.errors else unmatched_kubeflow_object(request, policy_set)
+    if not unmatched:
+        return None
+    where = where or args.review[0]
+    if args.strict:
+        return InputError(where, unmatched)
+    print(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)", file=sys.stderr)
+    return None
 
 
 def _identity(body: dict[str, Any]) -> tuple[str, str, str]:
@@ -313,10 +346,50 @@ def _report_single(args: argparse.Namespace, result: ReviewResult) -> int:
         print(_junit([outcome]), end="")
     else:
         _print_text(result)
+    for failure in result.builtin_failures:
+        print(f"trainer-policy review: note: {failure}", file=sys.stderr)
+
     if result.errors:
         print(f"trainer-policy review: {result.errors[0]}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ALLOWED if result.allowed else EXIT_DENIED
+
+
+KUBEFLOW_GROUP_SUFFIX = "kubeflow.org"
+
+
+def unmatched_kubeflow_object(request: AdmissionRequest, policy_set: PolicySet) -> str:
+    """Why an object of a Kubeflow API group that no constraint matched is suspicious ("" when it is not one): a
+    `kind: Trainjob` or an apiVersion without its version is admitted by Gatekeeper without any check."""
+    obj = request.object if request.object is not None else request.old_object
+    if not isinstance(obj, dict):
+        return ""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or KUBEFLOW_GROUP_SUFFIX not in api_version:
+        return ""
+    group = api_version.rpartition("/")[0]
+    known = sorted(
+        {
+            (g, k)
+            for c in policy_set.constraints
+            for entry in (c.match.get("kinds") or [])
+            if isinstance(entry, dict)
+            for g in entry.get("apiGroups") or []
+            for k in entry.get("kinds") or []
+        }
+    )
+    hints = []
+    if not group:
+        hints.append(f"apiVersion {api_version!r} has no version (want <group>/<version>)")
+    close = sorted({k for _, k in known if isinstance(kind, str) and k.lower() == kind.lower() and k != kind})
+    if close:
+        hints.append(f"kind {kind!r} is not {close[0]!r} (kinds are case-sensitive)")
+    kinds = ", ".join(sorted({k for g, k in known if g == group or not group})) or "none"
+    hint = "; ".join(hints) if hints else f"the constraints here match these kinds of its group: {kinds}"
+    return (
+        f"no constraint matches kind {kind!r} of apiVersion {api_version!r}, so Gatekeeper would admit it "
+        f"without any check: {hint}"
+    )
 
 
 def _report_many(output: str, outcomes: list[ObjectOutcome]) -> int:

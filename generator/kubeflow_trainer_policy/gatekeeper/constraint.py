@@ -8,7 +8,8 @@ from typing import Any
 from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.gatekeeper import schema_check
 from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate
-from kubeflow_trainer_policy_provider.documents import Document, dig
+from kubeflow_trainer_policy_provider.documents import dig
+from kubeflow_trainer_policy_provider.reader import Document
 
 CONSTRAINT_GROUP = "constraints.gatekeeper.sh"
 ENFORCEMENT_ACTIONS = ("deny", "warn", "dryrun")

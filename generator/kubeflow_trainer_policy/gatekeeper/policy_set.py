@@ -16,7 +16,8 @@ from kubeflow_trainer_policy.gatekeeper.constraint import (
     validate_parameters,
 )
 from kubeflow_trainer_policy.gatekeeper.template import ConstraintTemplate, is_template, parse_template
-from kubeflow_trainer_policy_provider.documents import Document, dig, read_documents, read_single
+from kubeflow_trainer_policy_provider.documents import dig
+from kubeflow_trainer_policy_provider.reader import Document, read_documents, read_single
 
 PROVIDER_API_VERSIONS = ("externaldata.gatekeeper.sh/v1beta1", "externaldata.gatekeeper.sh/v1alpha1")
 YAML_SUFFIXES = (".yaml", ".yml", ".json")

@@ -21,7 +21,8 @@ from kubeflow_trainer_policy.admission import (
     gatekeeper_review,
 )
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy_provider.documents import Document, group_version_kind
+from kubeflow_trainer_policy_provider.documents import group_version_kind
+from kubeflow_trainer_policy_provider.reader import Document
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 ADMISSION_API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")

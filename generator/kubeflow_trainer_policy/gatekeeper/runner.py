@@ -11,6 +11,7 @@ from typing import Any
 from kubeflow_trainer_policy.admission import inventory_document
 from kubeflow_trainer_policy.engine import EmbeddedOpaEngine, PolicyEngine, PrintLine
 from kubeflow_trainer_policy.engine.fact_cache import FactCache, cache_dir
+from kubeflow_trainer_policy.engine.lenient import BuiltinFailure, LenientBuiltins
 from kubeflow_trainer_policy.errors import EngineError, TemplateError
 from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
 from kubeflow_trainer_policy.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
@@ -47,6 +48,10 @@ class ReviewResult:
     errors: list[str] = field(default_factory=list)
     """Engine or match errors: the request was NOT evaluated completely."""
     prints: list[PrintLine] = field(default_factory=list)
+    builtin_failures: list[str] = field(default_factory=list)
+    """Builtins that failed and were undefined, as in Gatekeeper (which says nothing about them)."""
+    matched: list[str] = field(default_factory=list)
+    """The constraints whose match selected the request."""
 
     @property
     def allowed(self) -> bool:
@@ -65,7 +70,9 @@ class ReviewResult:
 class CompiledTemplate:
     """A template's modules in a fresh engine, compiled up front so errors surface here."""
 
-    QUERY_TEMPLATE = "violations := data.{path} with input as input.gatekeeper with data.inventory as input.inventory"
+    QUERY_TEMPLATE = (
+        "violations := data.{path} with input as input.gatekeeper with data.inventory as input.inventory{lenient}"
+    )
 
     def __init__(
         self, template: ConstraintTemplate, external_data: ExternalData | None, engine: PolicyEngine | None = None
@@ -74,7 +81,7 @@ class CompiledTemplate:
         self.engine = engine or EmbeddedOpaEngine()
         if external_data is not None:
             self.engine.register_builtin("external_data", external_data, arity=1)
-        self._query = self.QUERY_TEMPLATE.format(path=template.violation_path)
+        self._lenient = LenientBuiltins(self.engine, EmbeddedOpaEngine)
         try:
             for module in template.modules:
                 self.engine.add_module(module.path, module.source)
@@ -86,8 +93,11 @@ class CompiledTemplate:
         self, review: dict[str, Any], parameters: dict[str, Any], inventory: dict[str, Any]
     ) -> tuple[list[dict[str, Any]], list[PrintLine]]:
         payload = {"gatekeeper": {"review": review, "parameters": parameters}, "inventory": inventory}
+        path = self.template.violation_path
         try:
-            result = self.engine.eval_query(self._query, payload)
+            result = self._lenient.evaluate(
+                lambda lenient: self.QUERY_TEMPLATE.format(path=path, lenient=lenient), payload
+            )
         except EngineError as exc:
             raise TemplateError(self.template.name, f"evaluation failed: {_one_line(exc)}") from exc
         found = result.bindings[0]["violations"] if result.bindings else []
@@ -96,7 +106,11 @@ class CompiledTemplate:
                 raise TemplateError(self.template.name, f"violation without a string `msg`: {item!r}")
         return found, result.prints
 
+    def builtin_failures(self) -> list[BuiltinFailure]:
+        return self._lenient.take_failures()
+
     def close(self) -> None:
+        self._lenient.close()
         self.engine.close()
 
 
@@ -147,7 +161,8 @@ class CombinedTemplates:
 
     def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData | None):
         self.engine = EmbeddedOpaEngine()
-        self._queries: dict[tuple[tuple[str, ...], bool], str] = {}
+        self.lenient = LenientBuiltins(self.engine, EmbeddedOpaEngine)
+        self._queries: dict[tuple[tuple[str, ...], bool, str], str] = {}
         self._paths: dict[str, str] = {}
         self._stored_inventory: str | None = None
         self._inventory: dict[str, Any] = {}
@@ -188,14 +203,14 @@ class CombinedTemplates:
         self._inventory = inventory
         self._inventory_in_store = text == self._stored_inventory
 
-    def _query(self, kinds: tuple[str, ...]) -> str:
-        key = (kinds, self._inventory_in_store)
+    def _query(self, kinds: tuple[str, ...], lenient: str) -> str:
+        key = (kinds, self._inventory_in_store, lenient)
         query = self._queries.get(key)
         if query is None:
             inventory = "" if self._inventory_in_store else " with data.inventory as input.inventory"
             query = "; ".join(
                 f"v{i} := data.{self._paths[kind]} with input as "
-                f'{{"review": input.review, "parameters": input.parameters[{i}]}}{inventory}'
+                f'{{"review": input.review, "parameters": input.parameters[{i}]}}{inventory}{lenient}'
                 for i, kind in enumerate(kinds)
             )
             self._queries[key] = query
@@ -207,11 +222,13 @@ class CombinedTemplates:
         payload: dict[str, Any] = {"review": review, "parameters": [c.parameters for c in batch]}
         if not self._inventory_in_store:
             payload["inventory"] = self._inventory
-        result = self.engine.eval_query(self._query(tuple(c.kind for c in batch)), payload)
+        kinds = tuple(c.kind for c in batch)
+        result = self.lenient.evaluate(lambda clause: self._query(kinds, clause), payload)
         bindings = result.bindings[0] if result.bindings else {}
         return [bindings.get(f"v{i}", []) for i in range(len(batch))], result.prints
 
     def close(self) -> None:
+        self.lenient.close()
         self.engine.close()
 
 
@@ -272,11 +289,21 @@ class GatekeeperRunner:
                     matched.append(constraint)
             except MatchError as exc:
                 result.errors.append(f"constraint {constraint.name}: match failed: {exc}")
+        result.matched = [c.name for c in matched]
+        self._builtin_failures()  # none is left over from an earlier review
         if matched and not self._evaluate_combined(matched, review, result):
+            self._builtin_failures()  # the one-by-one evaluation below finds them again, attributed
             for constraint in matched:
                 self._evaluate(constraint, review, result)
+        result.builtin_failures = sorted({str(f) for f in self._builtin_failures()})
         result.violations.sort(key=lambda v: (v.constraint_kind, v.constraint, v.msg))
         return result
+
+    def _builtin_failures(self) -> list[BuiltinFailure]:
+        failures = self.combined.lenient.take_failures() if self.combined is not None else []
+        for compiled in self.compiled.values():
+            failures += compiled.builtin_failures()
+        return failures
 
     def _evaluate_combined(self, matched: list[Constraint], review: dict[str, Any], result: ReviewResult) -> bool:
         """One query for every matched constraint; False when it failed, so each is evaluated alone to

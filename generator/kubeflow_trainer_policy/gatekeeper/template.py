@@ -7,7 +7,8 @@ from typing import Any
 
 from kubeflow_trainer_policy.engine.rego_ast import ModuleFacts, RegoParser
 from kubeflow_trainer_policy.errors import EngineError, InputError
-from kubeflow_trainer_policy_provider.documents import Document, dig
+from kubeflow_trainer_policy_provider.documents import dig
+from kubeflow_trainer_policy_provider.reader import Document
 
 TEMPLATE_API_VERSIONS = ("templates.gatekeeper.sh/v1", "templates.gatekeeper.sh/v1beta1")
 ADMISSION_TARGET = "admission.k8s.gatekeeper.sh"

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeflow_trainer_policy.podsets.quantity import format_nanos, parse_nanos
+from kubeflow_trainer_policy.podsets.quantity import describe_nanos, parse_nanos
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"
@@ -91,7 +91,7 @@ class PodSets:
 
 
 def formatted(resources: Resources) -> dict[str, str]:
-    return {name: format_nanos(resources[name]) for name in sorted(resources)}
+    return {name: describe_nanos(resources[name]) for name in sorted(resources)}
 
 
 def _get(value: Any, *path: Any, default: Any = None) -> Any:

@@ -6,10 +6,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
+from kubeflow_trainer_policy.engine.lenient import LenientBuiltins
 from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy_provider.documents import dig
+from kubeflow_trainer_policy_provider.reader import read_single
 
 BUDGET_KIND = "TrainerTrainJobResourceBudget"
 LIBS = ("review", "runtime", "nanos", "podsets")
@@ -29,6 +30,7 @@ class PodSetsEngine:
         for i, source in enumerate(lib_sources):
             self.engine.add_module(f"lib{i}.rego", source)
         self.engine.eval_query("x := 1")
+        self.lenient = LenientBuiltins(self.engine, EmbeddedOpaEngine)  # builtins fail as in Gatekeeper
 
     @classmethod
     def from_catalog(cls) -> PodSetsEngine:
@@ -41,22 +43,26 @@ class PodSetsEngine:
     def from_bundle(cls, bundle_dir: Path) -> PodSetsEngine:
         """The libs the budget ConstraintTemplate of a Gatekeeper bundle ships."""
         for path in sorted(bundle_dir.glob("*/template.yaml")):
-            template = yaml.safe_load(path.read_text(encoding="utf-8"))
-            if template.get("spec", {}).get("crd", {}).get("spec", {}).get("names", {}).get("kind") == BUDGET_KIND:
+            template = read_single(path).body
+            if dig(template, "spec", "crd", "spec", "names", "kind") == BUDGET_KIND:
                 return cls(template["spec"]["targets"][0]["code"][0]["source"]["libs"])
         raise InputError(str(bundle_dir), f"no ConstraintTemplate of kind {BUDGET_KIND} in this bundle")
 
     def compute(self, trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
-        result = self.engine.eval_query(COMPUTE, {"trainjob": trainjob, "runtime": runtime})
+        result = self.lenient.evaluate(lambda lenient: COMPUTE + lenient, {"trainjob": trainjob, "runtime": runtime})
         return result.bindings[0]["x"]
 
     def runtime(self, inventory: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any]:
         """The runtime lib's lookup, with the runtime itself under "runtime" when it was found."""
-        result = self.engine.eval_query(LOOKUP, {"inventory": inventory, "trainjob": trainjob})
+        query = LOOKUP.replace(" with data.inventory as input.inventory", " with data.inventory as input.inventory{}")
+        result = self.lenient.evaluate(
+            lambda lenient: query.format(lenient, lenient), {"inventory": inventory, "trainjob": trainjob}
+        )
         bindings = result.bindings[0]
         return {**bindings["x"], "runtime": bindings["runtimes"][0]} if bindings["runtimes"] else bindings["x"]
 
     def close(self) -> None:
+        self.lenient.close()
         self.engine.close()
 
     def __enter__(self) -> PodSetsEngine:

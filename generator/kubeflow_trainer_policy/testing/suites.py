@@ -24,22 +24,25 @@ from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, add_constra
 from kubeflow_trainer_policy.gatekeeper.review import gator_request
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy.testing.outcome import TestOutcome
-from kubeflow_trainer_policy_provider.documents import parse_documents, read_documents, read_single
+from kubeflow_trainer_policy_provider.reader import decode, parse, read_bytes, read_documents, read_single
 
 SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
 SUITE_API_VERSIONS = (SUITE_API_VERSION, PROVIDER_SUITE_API_VERSION)
+SUITE_KIND = re.compile(r"^kind:\s*Suite\s*$", re.MULTILINE)
 
 
 def find_suites(root: Path) -> list[Path]:
     suites = []
     for path in sorted(root.rglob("*.yaml")):
+        text = decode(read_bytes(path), str(path))  # over a limit or not text: said, not skipped
+        if "Suite" not in text:  # most files are not suites: skip parsing them
+            continue
         try:
-            text = path.read_text(encoding="utf-8")
-            if "Suite" not in text:  # most files are not suites: skip parsing them
-                continue
-            docs = parse_documents(text, str(path))
-        except (InputError, OSError, UnicodeDecodeError):
+            docs = list(parse(text, str(path)))
+        except InputError:
+            if SUITE_KIND.search(text):  # a suite that does not parse is an error, not a file to skip
+                raise
             continue
         if any(d.body.get("kind") == "Suite" and d.body.get("apiVersion") in SUITE_API_VERSIONS for d in docs):
             suites.append(path)

@@ -7,7 +7,7 @@
 #   `1` and `1Gi` equals `1024Mi`.
 package lib.trainer.semantic
 
-import data.lib.trainer.quantity
+import data.lib.trainer.nanos
 
 # METADATA
 # title: same
@@ -72,9 +72,14 @@ ends(pairs) := {pair |
 	count(pair[1]) != count(pair[2])
 }
 
-# Two different scalars (neither null) are the same only as quantities of equal value; any other pair
+# Two lists of different lengths are never the same (without comparing their facts, which costs a walk of
+# both); two different scalars (neither null) are the same only as quantities of equal value; any other pair
 # compares by facts.
-same_pair([context, x, y]) := same_quantity(context, x, y) if {
+same_pair([context, x, y]) := false if {
+	is_array(x)
+	is_array(y)
+	count(x) != count(y)
+} else := same_quantity(context, x, y) if {
 	not is_object(x)
 	not is_array(x)
 	x != null
@@ -85,7 +90,7 @@ same_pair([context, x, y]) := same_quantity(context, x, y) if {
 
 same_quantity(context, x, y) if {
 	quantity_path(context)
-	quantity.parse(x) == quantity.parse(y)
+	nanos.parse(x) == nanos.parse(y)
 } else := false
 
 # Facts present on one side only are compared after quantity normalization: facts common to both
@@ -123,7 +128,7 @@ normalized(context, facts) := {[path, normalized_value(array.concat(context, pat
 
 normalized_value(path, value) := ["quantity", q] if {
 	quantity_path(path)
-	q := quantity.parse(value)
+	q := nanos.parse(value)
 } else := value
 
 quantity_path(path) if path[count(path) - 2] in {"requests", "limits"}

@@ -12,7 +12,7 @@ from kubeflow_trainer_policy.gatekeeper.constraint import is_constraint, parse_c
 from kubeflow_trainer_policy.gatekeeper.policy_set import add_constraint, load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import gator_request
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from kubeflow_trainer_policy_provider.documents import read_documents, read_single
+from kubeflow_trainer_policy_provider.reader import read_documents, read_single
 from tests.gatekeeper.conformance.recordings import RecordedCase, load_cases
 
 CASES = load_cases()

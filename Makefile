@@ -31,10 +31,12 @@ build: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-## test: the whole pytest suite (real OPA engine and tools/opa, real TLS, real kube-apiserver). The OPA toolchain
-## is built (or reused) first, so its one-time build shows its progress here rather than inside a test.
+## test: the whole pytest suite (real OPA engine and tools/opa, Kubernetes' admission-policy code in tools/cel, real
+## TLS, real kube-apiserver). The Go tools are built (or reused) first, so their one-time builds show their progress
+## here rather than inside a test.
 test: install
 	$(BIN)/python -m kubeflow_trainer_policy.opa.toolchain
+	$(BIN)/python -m kubeflow_trainer_policy.cel.toolchain
 	$(BIN)/python -m pytest
 
 lint: install

@@ -9,7 +9,7 @@
 #   defaults.
 # custom:
 #   id: v1-job-managed-by
-#   version: 1.1.3
+#   version: 1.2.1
 #   specSection: C
 #   rationale: >-
 #     Same as for TrainJob: managedBy decides which controller reconciles the job (the Training Operator or

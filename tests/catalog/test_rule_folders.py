@@ -178,12 +178,24 @@ def test_metadata_that_does_not_fit_is_refused_naming_the_file_and_field(policie
 
 
 def test_another_engine_s_source_beside_src_rego_is_the_templates_next_code_entry(policies: Path):
-    """The seam for engines besides Rego: a rule folder's cel.yaml is a K8sNativeValidation entry after the Rego."""
+    """The seam for engines besides Rego: a rule folder's cel.yaml is a K8sNativeValidation entry after the Rego,
+    its `variables.settings` the profile's data (here only the operations the METADATA gives), generateVAP written
+    out: false, since CEL declared for 1.30 is more than the oldest API server Gatekeeper generates policies on (1.29)
+    accepts. CEL that the oldest supported Gatekeeper's libraries (1.30) cannot compile stays out of the template."""
     cel = {"validations": [{"expression": "!has(object.metadata.labels)", "message": "no labels"}]}
     (policies / RULE_ID / "cel.yaml").write_text(yaml.safe_dump(cel))
     (rule,) = [r for r in load_rules(policies) if r.id == RULE_ID]
     rego, other = constraint_template(rule, get_profile(DEFAULT_PROFILE))["spec"]["targets"][0]["code"]
     assert rego["engine"] == "Rego" and rego["source"]["rego"] == SOURCE
-    assert other == {"engine": "K8sNativeValidation", "source": cel}
-    (without,) = [r for r in load_catalog() if r.id == "trainjob-name"]
+    assert other["engine"] == "K8sNativeValidation"
+    assert other["source"]["validations"] == cel["validations"] and other["source"]["generateVAP"] is False
+    assert other["source"]["variables"] == [
+        {"name": "settings", "expression": '{"operations": dyn(["CREATE", "UPDATE"])}'}
+    ]
+    (policies / RULE_ID / "cel.yaml").write_text(yaml.safe_dump({**cel, "compatibility": "1.32"}))
+    (newer,) = [r for r in load_rules(policies) if r.id == RULE_ID]
+    assert [
+        c["engine"] for c in constraint_template(newer, get_profile(DEFAULT_PROFILE))["spec"]["targets"][0]["code"]
+    ] == ["Rego"]
+    (without,) = [r for r in load_catalog() if r.id == "trainjob-ml-policy"]
     assert len(constraint_template(without, get_profile(DEFAULT_PROFILE))["spec"]["targets"][0]["code"]) == 1

@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
+from kubeflow_trainer_policy.gotools.debian import ArchiveError
 from kubeflow_trainer_policy.opa import capabilities
 from kubeflow_trainer_policy.opa.checks import run_checks, write_case_tests
-from kubeflow_trainer_policy.opa.debian import ArchiveError
 from kubeflow_trainer_policy.opa.run import run_opa
-from kubeflow_trainer_policy.opa.toolchain import ENV, PINS, Builder, ToolchainError, ensure_built, opa_binary
+from kubeflow_trainer_policy.opa.toolchain import ENV, PINS, TOOL, Builder, ToolchainError, ensure_built, opa_binary
 from kubeflow_trainer_policy.paths import POLICIES_DIR, PROFILES_DIR, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import generated_profiles
 
@@ -159,7 +159,7 @@ def test_when_debians_archive_has_moved_the_build_says_what_is_missing_in_one_li
     moved = tmp_path / "debian.json"
     moved.write_text(json.dumps(pins))
     with pytest.raises(ArchiveError, match=re.escape(missing)):
-        Builder(tmp_path / "cache", moved).build(tmp_path / "cache" / "bin" / "opa")
+        Builder(TOOL, tmp_path / "cache", moved).build(tmp_path / "cache" / "bin" / "opa")
     assert not (tmp_path / "cache" / "root").exists() or not any((tmp_path / "cache" / "root").rglob("*.go"))
     with pytest.raises(ToolchainError) as raised:
         ensure_built(tmp_path / "cache", moved)

@@ -15,6 +15,8 @@ import pytest
 import yaml
 
 from kubeflow_trainer_policy.catalog import load_catalog
+from kubeflow_trainer_policy.cel.gatekeeper import generate_vap, in_template
+from kubeflow_trainer_policy.cel.source import load_source
 from kubeflow_trainer_policy.cli.main import main
 from kubeflow_trainer_policy.errors import InputError
 from kubeflow_trainer_policy.lint.modules import Module, policy_modules, template_modules
@@ -139,10 +141,20 @@ def test_constraint_templates(profile):
         assert re.fullmatch(r"\d+\.\d+\.\d+", annotations["metadata.gatekeeper.sh/version"]), path
         (target,) = template["spec"]["targets"]
         assert "rego" not in target, f"{path}: the legacy rego field takes precedence over code"
-        (code,) = target["code"]
+        code, *others = target["code"]
         assert code["engine"] == "Rego" and code["source"]["version"] == "v1"
         _structural(template["spec"]["crd"]["spec"]["validation"]["openAPIV3Schema"], str(path))
         rule = next(r for r in load_catalog() if r.kind == template["spec"]["crd"]["spec"]["names"]["kind"])
+        # A rule with cel.yaml has its CEL as the second engine (tests/cel judge it) when the oldest supported
+        # Gatekeeper compiles it, with generateVAP written out (Gatekeeper 3.20+ generates a policy when it is absent).
+        source = load_source(rule)
+        if source is not None and in_template(source):
+            (cel,) = others
+            assert cel["engine"] == "K8sNativeValidation", path
+            assert cel["source"]["generateVAP"] is generate_vap(source), path
+            assert cel["source"]["validations"] and cel["source"]["variables"][0]["name"] == "settings", path
+        else:
+            assert others == [], path
         if rule.data.inventory:
             sync = json.loads(annotations["metadata.gatekeeper.sh/requires-sync-data"])
             # One requirement per kind: every kind the rule reads must be synced.

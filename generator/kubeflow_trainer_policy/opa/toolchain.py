@@ -2,45 +2,30 @@
 packages and cached, or the `opa` a user names with $TRAINER_POLICY_OPA.
 
 Debian's unstable suite ships OPA's Go source (golang-github-open-policy-agent-opa-dev, pinned in
-tools/opa/debian.json) and every dependency as a golang-*-dev package laid out for GOPATH builds
-(/usr/share/gocode/src/<import path>), and Go toolchains. The build fetches the toolchain and then only the
-packages the command imports: it asks `go list` which import paths are missing, looks for each among the
-Debian `Depends` of the package whose code imports it (the package metadata, through a private APT
-configuration), fetches that package and asks again, until nothing is missing. Everything lands in
-~/.cache/kubeflow-trainer-policy/opa (or $KTP_CACHE_DIR/opa), nothing on the machine changes, and the
-binary is reused until tools/opa changes. `python -m kubeflow_trainer_policy.opa.toolchain` builds it and
-prints `OPA=<path>`.
+tools/opa/debian.json) with every dependency as a golang-*-dev package; kubeflow_trainer_policy.gotools builds the
+command from them (only the packages it imports) into ~/.cache/kubeflow-trainer-policy/opa.
+`python -m kubeflow_trainer_policy.opa.toolchain` builds it and prints `OPA=<path>`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
-import hashlib
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-from kubeflow_trainer_policy.opa.debian import ArchiveError, PrivateApt, find_mirror, log
+from kubeflow_trainer_policy.gotools import builder
+from kubeflow_trainer_policy.gotools.builder import Builder, GoTool, ToolchainError
 from kubeflow_trainer_policy.paths import PROJECT_ROOT
 
 ENV = "TRAINER_POLICY_OPA"
 SOURCE = PROJECT_ROOT / "tools" / "opa"
 PINS = SOURCE / "debian.json"
-GOCODE = "usr/share/gocode/src"
-MAX_ROUNDS = 40
-"""Rounds of `go list` -> fetch; each round fetches every package that was missing in it."""
 HOW_TO_OVERRIDE = f"set {ENV}=/path/to/opa (or {ENV}=opa for the one on PATH) to use an opa of your own"
+TOOL = GoTool(name="opa", title="OPA", source=SOURCE, env=ENV, main="opa", override_hint=HOW_TO_OVERRIDE)
 
-
-class ToolchainError(Exception):
-    """The OPA tool cannot be had: one line saying what is missing and how to point at another opa."""
+__all__ = ["ENV", "PINS", "TOOL", "Builder", "OpaUnavailable", "ToolchainError", "ensure_built", "opa_binary"]
 
 
 class OpaUnavailable(ToolchainError):
@@ -48,10 +33,11 @@ class OpaUnavailable(ToolchainError):
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("KTP_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubeflow-trainer-policy"
-    )
-    return Path(base) / "opa"
+    return builder.cache_dir(TOOL)
+
+
+def ensure_built(cache: Path | None = None, pins: Path = PINS) -> Path:
+    return builder.ensure_built(TOOL, cache, pins)
 
 
 @functools.cache
@@ -70,276 +56,6 @@ def opa_binary() -> Path:
     if found is not None:
         return Path(found)
     raise OpaUnavailable(f"no opa here: no `opa` on PATH and no tools/opa source to build; {HOW_TO_OVERRIDE}")
-
-
-def source_key() -> str:
-    """A digest of the command's source and pins: a changed source builds a new binary."""
-    if not SOURCE.is_dir():
-        raise ToolchainError(f"the OPA tool's source {SOURCE} is not here (an installed package); {HOW_TO_OVERRIDE}")
-    digest = hashlib.sha256()
-    for path in sorted(p for p in SOURCE.iterdir() if p.suffix in (".go", ".json")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _works(binary: Path) -> bool:
-    if not binary.is_file():
-        return False
-    try:
-        result = subprocess.run([str(binary), "version"], capture_output=True, timeout=60, check=False)
-    except OSError:
-        return False
-    return result.returncode == 0
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def ensure_built(cache: Path | None = None, pins: Path = PINS) -> Path:
-    cache = cache or cache_dir()
-    binary = cache / "bin" / f"opa-{source_key()}"
-    if _works(binary):
-        return binary
-    with _locked(cache / ".lock"):  # one build at a time across processes (worktrees share the cache)
-        if _works(binary):
-            return binary
-        try:
-            Builder(cache, pins).build(binary)
-        except ArchiveError as exc:
-            raise ToolchainError(f"cannot build the OPA tool from Debian: {exc}; {HOW_TO_OVERRIDE}") from exc
-    return binary
-
-
-class Builder:
-    """Fetches the pinned packages and the import closure of tools/opa into cache/root, and builds it."""
-
-    def __init__(self, cache: Path, pins: Path = PINS):
-        self.cache = cache
-        self.pins_file = pins
-        self.pins = json.loads(pins.read_text())
-        self.root = cache / "root"
-        self.state_file = cache / "root.json"
-        self.apt = PrivateApt(cache / "apt", self.pins["suite"], os.environ.get("KTP_DEBIAN_MIRROR") or find_mirror())
-        self.state = self._load_state()
-
-    def _pins_digest(self) -> str:
-        return hashlib.sha256(self.pins_file.read_bytes()).hexdigest()
-
-    def _load_state(self) -> dict:
-        """{"pins": digest, "packages": {name: {"version": v, "dirs": [import paths]}}}; reset when the pins change."""
-        if self.state_file.is_file() and self.root.is_dir():
-            state = json.loads(self.state_file.read_text())
-            if state.get("pins") == self._pins_digest():
-                return state
-        shutil.rmtree(self.root, ignore_errors=True)
-        return {"pins": self._pins_digest(), "packages": {}}
-
-    def _save_state(self) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
-        tmp.replace(self.state_file)
-
-    def candidate(self, package: str, prefix: str = "") -> str:
-        """The archive's version of the package, which must start with the pinned prefix."""
-        version = self.apt.show(package).get("Version", "")
-        if not version:
-            raise ArchiveError(f"Debian {self.pins['suite']} has no package {package} (the archive has moved)")
-        if prefix and not version.startswith(prefix):
-            raise ArchiveError(
-                f"Debian {self.pins['suite']} has {package} {version}, not the pinned {prefix.rstrip('-.+')}* "
-                "(the archive has moved)"
-            )
-        return version
-
-    def fetch(self, package: str, prefix: str = "") -> None:
-        if package in self.state["packages"]:
-            return
-        version = self.candidate(package, prefix)
-        log(f"fetch {package} {version}")
-        names = self.apt.fetch(package, version, self.root)
-        dirs = sorted(
-            {n[len(GOCODE) + 1 :].rsplit("/", 1)[0] for n in names if n.startswith(GOCODE + "/") and n.endswith(".go")}
-        )
-        self.state["packages"][package] = {"version": version, "dirs": dirs}
-        self._save_state()
-
-    def goroot(self) -> Path:
-        go = self.pins["go"]
-        self.fetch(go["package"], go["version"])
-        for dep in self.apt.depends(go["package"]) if not self._goroot_complete() else []:
-            self.fetch(dep.providers[0] if dep.providers else dep.name)
-        found = sorted(self.root.glob("usr/lib/go-*/bin/go"))
-        if not found:
-            raise ArchiveError(f"{go['package']} has no usr/lib/go-*/bin/go")
-        return found[-1].parent.parent
-
-    def _goroot_complete(self) -> bool:
-        return any(self.root.glob("usr/lib/go-*/src/runtime/proc.go"))
-
-    def go_env(self, goroot: Path) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GO")}
-        env.update(
-            GOROOT=str(goroot),
-            GOPATH=str(self.root / "usr/share/gocode"),
-            GO111MODULE="off",  # Debian's layout is a GOPATH: /usr/share/gocode/src/<import path>
-            GOPROXY="off",
-            GOTOOLCHAIN="local",
-            GOFLAGS="",
-            GOENV="off",
-            CGO_ENABLED="0",
-            GOCACHE=str(self.cache / "gocache"),
-            PATH=f"{goroot / 'bin'}:{os.environ.get('PATH', '')}",
-        )
-        return env
-
-    def missing_imports(self, env: dict[str, str]) -> list[tuple[str, str]]:
-        """(importing package's directory, missing import path) for every import `go list` cannot find."""
-        result = subprocess.run(
-            ["go", "list", "-e", "-deps", "-json", "."],
-            cwd=SOURCE,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0 and not result.stdout:
-            raise ArchiveError(f"go list failed: {(result.stderr.strip().splitlines() or ['no output'])[-1]}")
-        decoder = json.JSONDecoder()
-        text, index, dirs, missing = result.stdout, 0, {}, []
-        while index < len(text):
-            while index < len(text) and text[index].isspace():
-                index += 1
-            if index >= len(text):
-                break
-            package, index = decoder.raw_decode(text, index)
-            dirs[package["ImportPath"]] = package.get("Dir", "")
-            error = package.get("Error") or {}
-            if "cannot find package" in error.get("Err", ""):
-                # ImportStack ends with the importing package; Pos is the importing file.
-                stack = error.get("ImportStack") or ["."]
-                missing.append((stack[-1], error.get("Pos", ""), package["ImportPath"]))
-        return [
-            (str(Path(pos.split(":")[0]).parent) if pos else dirs.get(importer, str(SOURCE)), path)
-            for importer, pos, path in missing
-        ]
-
-    def owner(self, directory: str) -> str | None:
-        """The fetched package that holds the Go files of this directory (None for tools/opa itself)."""
-        prefix = str(self.root / GOCODE) + "/"
-        if not directory.startswith(prefix):
-            return None
-        rel = directory[len(prefix) :]
-        for name, info in self.state["packages"].items():
-            if rel in info["dirs"]:
-                return name
-        return None
-
-    def candidates(self, owner: str | None) -> list[str]:
-        if owner is None:
-            return list(self.pins["direct"])
-        names = []
-        for dep in self.apt.depends(owner):
-            names += [p for p in dep.providers if p.startswith("golang-")]
-        return names
-
-    def _score(self, package: str, import_path: str) -> tuple[int, int]:
-        homepage = re.sub(r"^https?://(www\.)?", "", self.apt.show(package).get("Homepage", "")).rstrip("/").lower()
-        lowered = import_path.lower()
-        exact = len(homepage) if homepage and (lowered == homepage or lowered.startswith(homepage + "/")) else 0
-        tokens = set(re.split(r"[/.\-_]", lowered))
-        words = package.removeprefix("golang-").removesuffix("-dev").split("-")
-        return exact, sum(w in tokens for w in words)
-
-    def provides(self, import_path: str) -> bool:
-        """Whether the fetched tree has the import path, also as GOPATH mode's minimal module compatibility finds a
-        /vN path: without the /vN element, in a folder whose go.mod names the module with it."""
-        if (self.root / GOCODE / import_path).is_dir():
-            return True
-        parts = import_path.split("/")
-        for i, part in enumerate(parts):
-            if not re.fullmatch(r"v[0-9]+", part):
-                continue
-            go_mod = self.root / GOCODE / "/".join(parts[:i]) / "go.mod"
-            module = "/".join(parts[: i + 1])
-            if (
-                go_mod.is_file()
-                and re.search(rf"^module\s+\"?{re.escape(module)}\"?\s*$", go_mod.read_text(errors="replace"), re.M)
-                and (self.root / GOCODE / "/".join(parts[:i] + parts[i + 1 :])).is_dir()
-            ):
-                return True
-        return False
-
-    def provide(self, directory: str, import_path: str) -> None:
-        """Fetches the dependency of the importing package that holds import_path: the best match first (by
-        Homepage and name), a transitional package's own dependencies in its place."""
-        owner = self.owner(directory)
-        queue = sorted(self.candidates(owner), key=lambda p: self._score(p, import_path), reverse=True)
-        tried: list[str] = []
-        while queue:
-            package = queue.pop(0)
-            if package in tried:
-                continue
-            tried.append(package)
-            self.fetch(package)
-            if self.provides(import_path):
-                return
-            if not self.state["packages"][package]["dirs"]:  # transitional: look where it points
-                deps = [p for d in self.apt.depends(package) for p in d.providers if p.startswith("golang-")]
-                queue[:0] = sorted(deps, key=lambda p: self._score(p, import_path), reverse=True)
-        who = owner or "tools/opa"
-        raise ArchiveError(
-            f"no Debian dependency of {who} provides the Go package {import_path} (tried {', '.join(tried) or 'none'})"
-        )
-
-    def build(self, binary: Path) -> None:
-        opa, go = self.pins["opa"], self.pins["go"]
-        for pin in (opa, go):  # before any download: the pins still hold
-            if pin["package"] not in self.state["packages"]:
-                self.candidate(pin["package"], pin["version"])
-        goroot = self.goroot()
-        self.fetch(opa["package"], opa["version"])
-        env = self.go_env(goroot)
-        for _ in range(MAX_ROUNDS):
-            missing = self.missing_imports(env)
-            if not missing:
-                break
-            for directory, import_path in missing:
-                if not self.provides(import_path):
-                    self.provide(directory, import_path)
-        else:
-            raise ArchiveError(f"the import closure did not settle after {MAX_ROUNDS} rounds")
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        tmp = binary.with_name(binary.name + ".tmp")
-        log(f"go build tools/opa ({len(self.state['packages'])} Debian packages)")
-        result = subprocess.run(
-            ["go", "build", "-trimpath", "-o", str(tmp), "."],
-            cwd=SOURCE,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            first = next(
-                (line for line in result.stderr.splitlines() if line and not line.startswith("#")), "no output"
-            )
-            raise ArchiveError(f"go build of tools/opa failed: {first}")
-        versions = {name: info["version"] for name, info in sorted(self.state["packages"].items())}
-        binary.with_name(binary.name + ".packages.json").write_text(json.dumps(versions, indent=1) + "\n")
-        tmp.replace(binary)
-        for old in binary.parent.glob("opa-*"):
-            if not old.name.startswith(binary.name):
-                old.unlink(missing_ok=True)
-        shutil.rmtree(self.apt.root / "lists", ignore_errors=True)  # ~11 MB of package lists, only for building
-        log(f"built {binary}")
 
 
 def main() -> int:

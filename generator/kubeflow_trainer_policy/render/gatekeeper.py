@@ -9,13 +9,14 @@ from collections import Counter
 from typing import Any
 
 from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
+from kubeflow_trainer_policy.cel.gatekeeper import ENGINE, code_entry, in_template
+from kubeflow_trainer_policy.cel.source import SOURCE_FILE, load_source
 from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
 from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
 from kubeflow_trainer_policy.render.rego import shipped_libs
 from kubeflow_trainer_policy.render.yaml_text import dump, dump_all
-from kubeflow_trainer_policy_provider.reader import read_single
 
 TARGET = "admission.k8s.gatekeeper.sh"
 SYNCSET_NAME = "trainer-policy"
@@ -34,9 +35,12 @@ CONSTRAINTS_ANNOTATIONS = {
     # Argo CD's dry run cannot map a kind whose CRD Gatekeeper has not created yet.
     ARGOCD_SYNC_OPTIONS: "SkipDryRunOnMissingResource=true",
 }
-ENGINE_FILES = {"cel.yaml": "K8sNativeValidation"}
-"""Engines besides Rego that a rule's folder may hold, each in a file beside src.rego: the file's YAML is that
-engine's `source` in every profile's template, after the Rego entry (Gatekeeper runs every engine of a template)."""
+ENGINE_FILES = {SOURCE_FILE: ENGINE}
+"""Engines besides Rego that a rule's folder may hold, each in a file beside src.rego, rendered per profile into that
+engine's entry after the Rego one (cel.yaml: kubeflow_trainer_policy.cel.source). Gatekeeper evaluates one engine per
+template and prefers K8sNativeValidation where it runs (3.18+); an older Gatekeeper, or `gator`, runs the Rego. A
+rule's CEL enters its template only when the oldest supported Gatekeeper's CEL libraries compile it
+(kubeflow_trainer_policy.cel.gatekeeper.in_template)."""
 GATOR_SUITE_API_VERSION = "test.gatekeeper.sh/v1alpha1"
 PROVIDER_SUITE_API_VERSION = "trainer-policy.kubeflow.org/v1alpha1"
 """Suites of templates that call external_data: gator reads only test.gatekeeper.sh Suites, so it skips them."""
@@ -81,10 +85,9 @@ def code(rule: Rule, profile: Profile) -> list[dict[str, Any]]:
     """The template's `code`: the rule's Rego with the libs it imports, then each other engine its folder holds."""
     rego = {"version": "v1", "rego": rule.source, "libs": [lib.source for lib in shipped_libs(rule, profile)]}
     entries: list[dict[str, Any]] = [{"engine": "Rego", "source": rego}]
-    for name, engine in ENGINE_FILES.items():
-        path = rule.folder / name
-        if path.is_file():
-            entries.append({"engine": engine, "source": read_single(path).body})
+    cel = load_source(rule)
+    if cel is not None and in_template(cel):
+        entries.append(code_entry(cel, rule, profile))
     return entries
 
 

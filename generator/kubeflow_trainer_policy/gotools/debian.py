@@ -20,8 +20,9 @@ class ArchiveError(Exception):
     """The archive cannot give what is needed: one line naming the package and what is missing."""
 
 
-def log(message: str) -> None:
-    print(f"[opa-toolchain] {message}", file=sys.stderr, flush=True)
+def log(message: str, tool: str = "go") -> None:
+    """One progress line on stderr, named after the tool being built (`[opa-toolchain] ...`)."""
+    print(f"[{tool}-toolchain] {message}", file=sys.stderr, flush=True)
 
 
 def find_mirror() -> str:
@@ -61,8 +62,11 @@ class PrivateApt:
     root: Path
     suite: str
     mirror: str
+    tool: str = "go"
+    """The tool these packages are for: names the progress lines."""
     _updated: bool = False
     _show_cache: dict[str, dict[str, str]] = field(default_factory=dict)
+    _depends_cache: dict[str, list[Dependency]] = field(default_factory=dict)
 
     def options(self) -> list[str]:
         r = self.root
@@ -85,16 +89,16 @@ class PrivateApt:
     def update(self) -> None:
         if self._updated:
             return
-        for tool in ("apt-get", "apt-cache", "dpkg-deb"):
-            if shutil.which(tool) is None:
-                raise ArchiveError(f"{tool} is required to fetch OPA's Go packages from Debian")
+        for command in ("apt-get", "apt-cache", "dpkg-deb"):
+            if shutil.which(command) is None:
+                raise ArchiveError(f"{command} is required to fetch Go packages from Debian")
         if not KEYRING.is_file():
             raise ArchiveError(f"{KEYRING} is missing (package debian-archive-keyring)")
         for sub in ("lists/partial", "archives/partial", "parts", "prefs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         (self.root / "status").write_text("")
         (self.root / "sources.list").write_text(f"deb [signed-by={KEYRING}] {self.mirror} {self.suite} main\n")
-        log(f"apt-get update (private config in {self.root}, {self.mirror} {self.suite})")
+        log(f"apt-get update (private config in {self.root}, {self.mirror} {self.suite})", self.tool)
         result = subprocess.run(
             ["apt-get", "-q", *self.options(), "-o", "APT::Update::Error-Mode=any", "update"],
             stdout=subprocess.DEVNULL,
@@ -128,30 +132,23 @@ class PrivateApt:
 
     def depends(self, package: str) -> list[Dependency]:
         """Direct `Depends` of the candidate, virtual packages with their providers."""
-        self.update()
-        result = subprocess.run(
-            ["apt-cache", *self.options(), "depends", "--no-recommends", "--no-suggests", "--no-conflicts",
-             "--no-breaks", "--no-replaces", "--no-enhances", package],
-            capture_output=True,
-            text=True,
-            check=False,
-        )  # fmt: skip
-        found: list[Dependency] = []
-        current: list[str] | None = None
-        for line in result.stdout.splitlines():
-            match = re.match(r"\s+\|?Depends: (\S+)", line)
-            if match:
-                name = match.group(1)
-                if name.startswith("<"):
-                    current = []
-                    found.append(Dependency(name.strip("<>"), ()))
-                else:
-                    current = None
-                    found.append(Dependency(name, (name,)))
-            elif current is not None and re.match(r"\s{4}\S", line) and found:
-                last = found[-1]
-                found[-1] = Dependency(last.name, (*last.providers, line.strip()))
-        return found
+        return self.depends_of([package])[package]
+
+    def depends_of(self, packages: list[str]) -> dict[str, list[Dependency]]:
+        """`depends` of several packages, asked in one apt-cache call (each call parses the lists) and kept."""
+        missing = [p for p in dict.fromkeys(packages) if p not in self._depends_cache]
+        if missing:
+            self.update()
+            result = subprocess.run(
+                ["apt-cache", *self.options(), "depends", "--no-recommends", "--no-suggests", "--no-conflicts",
+                 "--no-breaks", "--no-replaces", "--no-enhances", *missing],
+                capture_output=True,
+                text=True,
+                check=False,
+            )  # fmt: skip
+            self._depends_cache.update({p: [] for p in missing})
+            self._depends_cache.update(_parse_depends(result.stdout))
+        return {p: self._depends_cache[p] for p in packages}
 
     def fetch(self, package: str, version: str, dest: Path) -> list[str]:
         """Downloads package=version and extracts it into dest; returns the paths of its files (relative)."""
@@ -174,6 +171,31 @@ class PrivateApt:
             ).stdout
             subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(dest)], check=True)
         return _tar_names(listing)
+
+
+def _parse_depends(output: str) -> dict[str, list[Dependency]]:
+    """apt-cache depends output: each package's name at the start of a line, then its indented `Depends:`, a
+    virtual one (`<name>`) followed by its providers indented further."""
+    parsed: dict[str, list[Dependency]] = {}
+    found: list[Dependency] = []
+    current: list[str] | None = None
+    for line in output.splitlines():
+        if line and not line[0].isspace():
+            found, current = parsed.setdefault(line.strip(), []), None
+            continue
+        match = re.match(r"\s+\|?Depends: (\S+)", line)
+        if match:
+            name = match.group(1)
+            if name.startswith("<"):
+                current = []
+                found.append(Dependency(name.strip("<>"), ()))
+            else:
+                current = None
+                found.append(Dependency(name, (name,)))
+        elif current is not None and re.match(r"\s{4}\S", line) and found:
+            last = found[-1]
+            found[-1] = Dependency(last.name, (*last.providers, line.strip()))
+    return parsed
 
 
 def _tar_names(tar_bytes: bytes) -> list[str]:

@@ -1,0 +1,140 @@
+"""What a cluster must accept of the CEL: every rule either carries CEL or says why it stays Rego-only; each shipped
+template's CEL compiles in the environment of the oldest Kubernetes it declares (and not the one before, so the
+declared version is the true minimum) and where the oldest supported Gatekeeper compiles it; and objects far
+larger than real ones stay within Gatekeeper's cost budget for one evaluation (k8s.io/apiserver's PerCallLimit; a
+ValidatingAdmissionPolicy binding gets ten times as much) while CEL still equals Rego on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubeflow_trainer_policy.catalog import load_catalog
+from kubeflow_trainer_policy.cel import gatekeeper, run
+from kubeflow_trainer_policy.cel.source import MIN_COMPATIBILITY, rego_only
+from kubeflow_trainer_policy.profiles import generated_profiles
+from tests.cel.helpers import TALLY, cel_rules, differences
+
+PROFILES = generated_profiles()
+
+
+def test_every_rule_has_cel_or_a_reason_to_stay_rego_only():
+    with_cel = {rule.id for rule, _ in cel_rules()}
+    without = set(rego_only())
+    assert with_cel.isdisjoint(without)
+    assert with_cel | without == {rule.id for rule in load_catalog()}
+    assert len(with_cel) >= 5
+
+
+def _previous(version: str) -> str:
+    major, minor = version.split(".")
+    return f"{major}.{int(minor) - 1}"
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_each_shipped_cel_compiles_from_its_declared_kubernetes_version_and_not_before(profile):
+    for rule, source in cel_rules():
+        policy = {"name": rule.id, "flavour": "gatekeeper", "template": gatekeeper.judged_template(rule, profile)}
+        assert run.check([policy], source.compatibility) == [], (rule.id, source.compatibility)
+        if source.compatibility != MIN_COMPATIBILITY:
+            assert run.check([policy], _previous(source.compatibility)) != [], (rule.id, source.compatibility)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_each_templates_cel_compiles_where_the_oldest_supported_gatekeeper_runs_it(profile):
+    """Gatekeeper runs a template's CEL instead of its Rego, compiles it only when it first evaluates it, and then a
+    compile error denies every request the Constraint matches (failurePolicy Fail). So every K8sNativeValidation
+    entry a bundle ships compiles with the declarations of Gatekeeper's driver and the CEL libraries of the oldest
+    supported Gatekeeper; one with generateVAP also compiles where the oldest API server Gatekeeper generates
+    policies on validates the policy; and every rule's CEL left out of its template does not compile there, so
+    none is left out without cause."""
+    left_out = []
+    for rule, _ in cel_rules():
+        template = gatekeeper.shipped_template(rule, profile)
+        if not gatekeeper.has_cel(template):
+            left_out.append(rule.id)
+            judged = {"name": rule.id, "flavour": "gatekeeper", "template": gatekeeper.judged_template(rule, profile)}
+            assert run.check([judged], gatekeeper.GATEKEEPER_CEL_LIBRARY, "gatekeeper") != [], rule.id
+            continue
+        policy = {"name": rule.id, "flavour": "gatekeeper", "template": template}
+        assert run.check([policy], gatekeeper.GATEKEEPER_CEL_LIBRARY, "gatekeeper") == [], rule.id
+        (entry,) = [c for c in template["spec"]["targets"][0]["code"] if c["engine"] == gatekeeper.ENGINE]
+        if entry["source"]["generateVAP"]:
+            assert run.check([policy], _previous(gatekeeper.GATEKEEPER_VAP_KUBERNETES)) == [], rule.id
+    assert left_out == [rule.id for rule, source in cel_rules() if not gatekeeper.in_template(source)]
+
+
+def _job(i: int) -> dict[str, Any]:
+    env = [{"name": f"E{n}", "value": "v"} for n in range(8)]
+    containers = [{"name": f"c{k}", "image": "img", "env": env} for k in range(6)]
+    return {
+        "name": "launcher" if i == 0 else f"job-{i}",
+        "replicas": 2,
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": containers, "serviceAccountName": f"sa-{i}"}}},
+        },
+    }
+
+
+def _runtime(jobs: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "big", "labels": {"trainer.kubeflow.org/support": "deprecated"}},
+        "spec": {"template": {"spec": {"replicatedJobs": [_job(i) for i in range(jobs)]}}},
+    }
+
+
+def _trainjob(patches: int, jobs: int, account: str) -> dict[str, Any]:
+    def patch(p: int) -> dict[str, Any]:
+        replicated = [_job(i) for i in range(jobs)]
+        for job in replicated:
+            job["template"]["spec"]["template"]["spec"]["serviceAccountName"] = account
+        return {"manager": f"m{p}", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
+
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "big", "namespace": "team-a"},
+        "spec": {
+            "runtimeRef": {"name": account},
+            "suspend": True,
+            "runtimePatches": [patch(p) for p in range(patches)],
+        },
+    }
+
+
+def _review(operation: str, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    kind = obj["kind"]
+    return {
+        "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": kind},
+        "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": kind.lower() + "s"},
+        "name": obj["metadata"]["name"],
+        "namespace": obj["metadata"].get("namespace", ""),
+        "operation": operation,
+        "userInfo": {"username": "alice"},
+        "object": obj,
+        "oldObject": old,
+    }
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_large_objects_stay_within_gatekeepers_budget_and_cel_equals_rego(profile):
+    """A runtime of 64 reserved jobs (real ones have up to 4), and a TrainJob update whose 8 patches of 16 jobs all
+    change serviceAccountName (real ones have a patch or two of a few jobs), each job with 6 containers of 8 envs."""
+    reviews = [
+        (_review("UPDATE", _runtime(64), _runtime(63)), ("runtime-reserved-replicas", "runtime-deprecated")),
+        (_review("UPDATE", _trainjob(8, 16, "b"), _trainjob(8, 16, "a")), ("trainjob-immutable-fields",)),
+    ]
+    rules = {rule.id: rule for rule, _ in cel_rules()}
+    batch = [(rules[rule_id], review, None) for review, ids in reviews for rule_id in ids]
+    before, TALLY.max_cost = TALLY.truncated, 0
+    assert differences(profile, batch) == []
+    assert TALLY.truncated > before  # the big objects have more violations than any rule's slots
+    assert 0 < TALLY.max_cost <= gatekeeper.PER_CALL_LIMIT
+    LARGEST[profile.name] = TALLY.max_cost
+
+
+LARGEST: dict[str, int] = {}

@@ -12,8 +12,6 @@ prints `CEL=<path>`.
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -40,25 +38,16 @@ def ensure_built(cache: Path | None = None, pins: Path = PINS) -> Path:
 def cel_binary() -> Path:
     """The evaluator to run: $TRAINER_POLICY_CEL, else in a checkout the cached build of tools/cel (built on first
     use)."""
-    named = os.environ.get(ENV, "")
-    if named:
-        found = shutil.which(named)
-        if found is None:
-            raise ToolchainError(f"{ENV}={named} is not an executable file (nor a command on PATH)")
-        return Path(found)
+    named = builder.named_binary(TOOL)
+    if named is not None:
+        return named
     if SOURCE.is_dir():
         return ensure_built()
     raise CelUnavailable(f"no CEL evaluator here: no tools/cel source to build; {HOW_TO_OVERRIDE}")
 
 
 def main() -> int:
-    try:
-        path = cel_binary()
-    except ToolchainError as exc:
-        print(f"cel-toolchain: {exc}", file=sys.stderr)
-        return 1
-    print(f"CEL={path}")
-    return 0
+    return builder.print_binary(TOOL, cel_binary)
 
 
 if __name__ == "__main__":

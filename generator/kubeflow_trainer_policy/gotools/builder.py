@@ -23,7 +23,8 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,28 @@ class GoTool:
     @property
     def pins(self) -> Path:
         return self.source / "debian.json"
+
+
+def named_binary(tool: GoTool) -> Path | None:
+    """The user's own build named by the tool's environment variable (a path or a command on PATH), if any."""
+    named = os.environ.get(tool.env, "")
+    if not named:
+        return None
+    found = shutil.which(named)
+    if found is None:
+        raise ToolchainError(f"{tool.env}={named} is not an executable file (nor a command on PATH)")
+    return Path(found)
+
+
+def print_binary(tool: GoTool, find: Callable[[], Path]) -> int:
+    """A toolchain module's command line: build or find the binary and print `<TITLE>=<path>`."""
+    try:
+        path = find()
+    except ToolchainError as exc:
+        print(f"{tool.name}-toolchain: {exc}", file=sys.stderr)
+        return 1
+    print(f"{tool.title}={path}")
+    return 0
 
 
 def cache_dir(tool: GoTool) -> Path:

@@ -10,7 +10,6 @@ command from them (only the packages it imports) into ~/.cache/kubeflow-trainer-
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -44,12 +43,9 @@ def ensure_built(cache: Path | None = None, pins: Path = PINS) -> Path:
 def opa_binary() -> Path:
     """The opa to run: $TRAINER_POLICY_OPA, else in a checkout the cached build of tools/opa (built on first use),
     else (an installed package) the `opa` on PATH."""
-    named = os.environ.get(ENV, "")
-    if named:
-        found = shutil.which(named)
-        if found is None:
-            raise ToolchainError(f"{ENV}={named} is not an executable file (nor a command on PATH)")
-        return Path(found)
+    named = builder.named_binary(TOOL)
+    if named is not None:
+        return named
     if SOURCE.is_dir():  # a checkout: the build's own OPA, so every developer and CI judge with the same one
         return ensure_built()
     found = shutil.which("opa")
@@ -59,13 +55,7 @@ def opa_binary() -> Path:
 
 
 def main() -> int:
-    try:
-        path = opa_binary()
-    except ToolchainError as exc:
-        print(f"opa-toolchain: {exc}", file=sys.stderr)
-        return 1
-    print(f"OPA={path}")
-    return 0
+    return builder.print_binary(TOOL, opa_binary)
 
 
 if __name__ == "__main__":

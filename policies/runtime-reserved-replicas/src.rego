@@ -9,7 +9,7 @@
 #   disabled.
 # custom:
 #   id: runtime-reserved-replicas
-#   version: 1.3.0
+#   version: 1.4.0
 #   specSection: D
 #   rationale: >-
 #     The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; more than

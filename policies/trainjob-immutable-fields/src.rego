@@ -11,7 +11,7 @@
 #   suspended'; upstream's CEL has no such condition).
 # custom:
 #   id: trainjob-immutable-fields
-#   version: 1.2.0
+#   version: 1.3.0
 #   specSection: E8
 #   rationale: >-
 #     The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the

@@ -118,14 +118,55 @@ def differences(
 def admissible(value: Any) -> bool:
     """What Gatekeeper can hand its CEL engine: Kubernetes decodes a request's objects as unstructured objects (a
     mapping with a non-empty string kind) and JSON integers beyond int64 as floats, so no such integer reaches CEL
-    while Rego keeps it exact; and the API server decodes and validates every object's metadata as ObjectMeta
-    before validating admission (and stores no other), so its name, namespace and labels have ObjectMeta's types."""
+    while Rego keeps it exact; the API server decodes and validates every object's metadata as ObjectMeta
+    before validating admission (and stores no other), so its name, namespace and labels have ObjectMeta's types;
+    and it validates the object against its CRD's schema first too, so no list map (LIST_MAPS) holds two entries
+    with one key."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("kind"), str)
         and value["kind"] != ""
         and ints_fit(value)
         and _object_meta(value.get("metadata", {}))
+        and _list_maps_distinct(value)
+    )
+
+
+LIST_MAPS = (
+    (("spec", "template", "spec", "replicatedJobs"), "name"),
+    (("spec", "runtimePatches"), "manager"),
+)
+"""Lists that the Trainer's CRDs declare x-kubernetes-list-type map, with their key, where the CEL numbers entries
+(an entry's index is the position of the first entry with its key, or for one without a key of the first entry
+equal to it: indexOf): a runtime's replicatedJobs (JobSet's JobSetSpec, keyed by name, in every release) and a
+TrainJob's runtimePatches (keyed by manager, v2.2+) with each patch's trainingRuntimeSpec.template.spec.replicatedJobs
+(keyed by name). The API server refuses two entries with one key (and a key is required, so two equal entries share
+theirs). These rules' Constraints match only the Trainer's kinds, so the paths are checked whatever the kind."""
+PATCH_JOBS = (("trainingRuntimeSpec", "template", "spec", "replicatedJobs"), "name")
+
+
+def _list_maps_distinct(value: dict[str, Any]) -> bool:
+    lists = [(_at(value, path), key) for path, key in LIST_MAPS]
+    patches = _at(value, LIST_MAPS[1][0])
+    if isinstance(patches, list):
+        lists += [(_at(patch, PATCH_JOBS[0]), PATCH_JOBS[1]) for patch in patches]
+    return all(_distinct(entries, key) for entries, key in lists if isinstance(entries, list))
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _distinct(entries: list[Any], key: str) -> bool:
+    """No two entries equal, and no two with the same (non-null) key. Python's == is coarser than CEL's
+    (True == 1), so this refuses every pair CEL finds equal, and a few more."""
+    keys = [e[key] for e in entries if isinstance(e, dict) and e.get(key) is not None]
+    return all(a != b for i, a in enumerate(entries) for b in entries[i + 1 :]) and all(
+        a != b for i, a in enumerate(keys) for b in keys[i + 1 :]
     )
 
 

@@ -119,3 +119,38 @@ def test_trainjob_updates_cel_equals_rego(suspend, old_overrides, new_overrides,
         }
 
     _check("UPDATE", trainjob(new_spec, new_overrides), trainjob(old_spec, old_overrides), {})
+
+
+def test_two_entries_with_one_key_are_the_one_input_where_cel_numbers_otherwise_and_admission_never_sees_it():
+    """The CEL numbers a replicated job (or runtime patch) by the first entry with its name (manager), indexOf in
+    Kubernetes 1.30's lists library, where Rego numbers each entry: two jobs of one name both get index 0. The
+    Trainer's CRDs declare these lists listType=map, so the API server refuses such an object before admission,
+    and the fuzz does not draw one (admissible); a list with distinct names is drawn and numbered alike."""
+    job = {
+        "name": "node",
+        "replicas": 2,
+        "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}}},
+    }
+
+    def runtime(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": "rt"},
+            "spec": {"template": {"spec": {"replicatedJobs": jobs}}},
+        }
+
+    (rule,) = [r for r, _ in cel_rules() if r.id == "runtime-reserved-replicas"]
+    one_name = runtime([job, {**job, "replicas": 3}])
+    distinct = runtime([job, {**job, "name": "other"}])
+    assert not admissible(one_name) and admissible(distinct)
+    replicas = "spec.template.spec.replicatedJobs[{}].replicas: Invalid: always must be 1"
+    profile = next(p for p in PROFILES if p.name == "v2.0")  # no container check: replicas messages only
+    (difference,) = differences(profile, [(rule, _fuzz_review("CREATE", one_name, None), {})])
+    assert difference.rego == [replicas.format(0), replicas.format(1)]
+    assert difference.cel == [replicas.format(0), replicas.format(0)]
+    assert differences(profile, [(rule, _fuzz_review("CREATE", distinct, None), {})]) == []
+    patches = [{"manager": "m", "trainingRuntimeSpec": {}}, {"manager": "m"}]
+    assert not admissible({"kind": "TrainJob", "spec": {"runtimePatches": patches}})
+    jobs = {"template": {"spec": {"replicatedJobs": [{"name": "a"}, {"name": "a", "template": {}}]}}}
+    assert not admissible({"kind": "TrainJob", "spec": {"runtimePatches": [{"trainingRuntimeSpec": jobs}]}})

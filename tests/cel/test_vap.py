@@ -3,7 +3,7 @@ case by case by the API server's own dispatcher (tools/cel, flavour vap: matchCo
 validationActions, the status a client receives), and rendered by the real kubectl.
 
 The test kube-apiserver is v1.20, which serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (v1
-from Kubernetes 1.30; these policies need 1.31 or 1.33): no real API server here can admit or enforce them, so the
+from Kubernetes 1.30; these policies need 1.31): no real API server here can admit or enforce them, so the
 decisions come from Kubernetes' admission-policy code in tools/cel, and kubectl's dry run against the 1.20 server
 can only show that every object is read and that the missing API is the one refusal."""
 
@@ -131,9 +131,8 @@ def test_vap_bundle_renders_with_kubectl_and_the_v1_20_test_apiserver_refuses_on
 ):
     """`kubectl kustomize` renders every policy and binding of the profile once; `kubectl apply -k
     --dry-run=client` against the v1.20 test kube-apiserver reads each of them and refuses each for the one reason
-    that server has: it serves no ValidatingAdmissionPolicy API (Kubernetes 1.30+). A cluster of 1.31 (1.33 for the
-    rules using transformList) is needed for the real apply; the decisions are tested above with the API server's
-    own admission-policy code."""
+    that server has: it serves no ValidatingAdmissionPolicy API (Kubernetes 1.30+). A cluster of 1.31 is needed for
+    the real apply; the decisions are tested above with the API server's own admission-policy code."""
     folder = BUNDLES_DIR / "vap" / profile
     env = _env(tmp_path, kube_cluster.kubeconfig)
     rendered = subprocess.run([kubectl(), "kustomize", str(folder)], capture_output=True, text=True, check=True)

@@ -49,7 +49,9 @@ def run_cli(*args: str | Path, stdin: str = "") -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
-def run_process(*args: str | Path, stdin: str | None = None, timeout: float = 120) -> Result:
+def run_process(
+    *args: str | Path, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> Result:
     proc = subprocess.run(
         [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", *map(str, args)],
         input=stdin,
@@ -57,6 +59,7 @@ def run_process(*args: str | Path, stdin: str | None = None, timeout: float = 12
         text=True,
         timeout=timeout,
         cwd=PROJECT_ROOT,
+        env=env,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 

@@ -23,6 +23,8 @@ STDIN = "-"
 STDIN_NAME = "<stdin>"
 DEFAULT_VARIANT = "synced-jobsets"
 DEFAULT_PROVIDER_TIMEOUT_SECONDS = 3.0
+ENGINES = ("rego", "cel", "auto")
+"""kubeflow_trainer_policy.gatekeeper.cel_engine.ENGINES (not imported here: the CLI starts without the runner)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,6 +95,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "which install of the profile to evaluate: the default bundle (override mutability reads synced JobSets "
             "from --objects) or its external-data variant (asks the provider; default %(default)s)"
         ),
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="rego",
+        help="which engine judges each template, as Gatekeeper would: rego, every template by its Rego (Gatekeeper "
+        "before 3.18); auto, by K8sNativeValidation (CEL) where the template carries it, else Rego (Gatekeeper "
+        "3.18+); cel, only the templates that carry CEL (what bundles/vap enforces), the others named on stderr and "
+        "not evaluated. CEL runs Kubernetes' own admission-policy code (tools/cel, built on first use, or "
+        "$TRAINER_POLICY_CEL) (default %(default)s)",
     )
     parser.add_argument(
         "--audit",
@@ -208,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
     policy_set = load_policy_set(sources)
     if args.parameters:
         policy_set = with_parameters(policy_set, read_single(args.parameters).body, args.parameters)
-    with GatekeeperRunner(policy_set, objects=objects) as runner:
+    _note_unevaluated(args.engine, policy_set)
+    with GatekeeperRunner(policy_set, objects=objects, engine=args.engine) as runner:
         runner.external_data.fallback = _provider(args, policy_set, objects)
         if not policy_set.constraints:  # after the templates compiled: their errors say more
             where = ", ".join(map(str, sources))
@@ -227,6 +240,19 @@ def run(args: argparse.Namespace) -> int:
             return _report_single(args, result)
         outcomes = [_evaluate(args, runner, policy_set, item) for item in items]
     return _report_many(args.output, outcomes)
+
+
+def _note_unevaluated(engine: str, policy_set: PolicySet) -> None:
+    """With --engine cel, one line on stderr naming the constraints whose template has no CEL: not evaluated."""
+    from kubeflow_trainer_policy.gatekeeper.cel_engine import evaluated
+
+    left_out = sorted(c.name for c in policy_set.constraints if not evaluated(engine, policy_set.templates[c.kind]))
+    if left_out:
+        print(
+            f"trainer-policy review: note: --engine {engine}: not evaluated, their templates carry no "
+            f"K8sNativeValidation (CEL): {', '.join(left_out)}",
+            file=sys.stderr,
+        )
 
 
 def _request(args: argparse.Namespace, manifest: Any, raw: str | None = None) -> Any:

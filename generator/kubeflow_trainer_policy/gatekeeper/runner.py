@@ -13,6 +13,7 @@ from kubeflow_trainer_policy.engine import EmbeddedOpaEngine, PolicyEngine, Prin
 from kubeflow_trainer_policy.engine.fact_cache import FactCache, cache_dir
 from kubeflow_trainer_policy.engine.lenient import BuiltinFailure, LenientBuiltins
 from kubeflow_trainer_policy.errors import EngineError, TemplateError
+from kubeflow_trainer_policy.gatekeeper import cel_engine
 from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
 from kubeflow_trainer_policy.gatekeeper.external_data import ExternalData, ProviderClient, ResponseCache
 from kubeflow_trainer_policy.gatekeeper.inventory import namespace_object
@@ -233,7 +234,8 @@ class CombinedTemplates:
 
 
 class GatekeeperRunner:
-    """Templates compiled once; each review matched against every Constraint and evaluated."""
+    """Templates compiled once; each review matched against every Constraint and evaluated by the engine
+    `engine` picks for its template (cel_engine.ENGINES: Rego unless asked otherwise)."""
 
     def __init__(
         self,
@@ -243,10 +245,16 @@ class GatekeeperRunner:
         objects: Iterable[dict[str, Any]] = (),
         *,
         external_data: bool = True,
+        engine: str = cel_engine.REGO,
     ):
         """`external_data=False` loads the templates as gator does: without the external_data builtin, so a
-        template that calls it does not compile (Gatekeeper's webhook and audit register it)."""
+        template that calls it does not compile (Gatekeeper's webhook and audit register it). The Rego of every
+        template is compiled whatever the engine, as before."""
+        if engine not in cel_engine.ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(cel_engine.ENGINES)}, not {engine!r}")
         self.policy_set = policy_set
+        self.engine = engine
+        self.cel = cel_engine.CelTemplates()
         self.external_data = ExternalData(providers or {}, cache if cache is not None else ResponseCache())
         builtin = self.external_data if external_data else None
         self._builtin = builtin
@@ -290,11 +298,17 @@ class GatekeeperRunner:
             except MatchError as exc:
                 result.errors.append(f"constraint {constraint.name}: match failed: {exc}")
         result.matched = [c.name for c in matched]
+        templates = self.policy_set.templates
+        judged = [c for c in matched if cel_engine.evaluated(self.engine, templates[c.kind])]
+        by_cel = [c for c in judged if cel_engine.by_cel(self.engine, templates[c.kind])]
+        by_rego = [c for c in judged if not cel_engine.by_cel(self.engine, templates[c.kind])]
         self._builtin_failures()  # none is left over from an earlier review
-        if matched and not self._evaluate_combined(matched, review, result):
+        if by_rego and not self._evaluate_combined(by_rego, review, result):
             self._builtin_failures()  # the one-by-one evaluation below finds them again, attributed
-            for constraint in matched:
+            for constraint in by_rego:
                 self._evaluate(constraint, review, result)
+        if by_cel:
+            self._evaluate_cel(by_cel, review, result)
         result.builtin_failures = sorted({str(f) for f in self._builtin_failures()})
         result.violations.sort(key=lambda v: (v.constraint_kind, v.constraint, v.msg))
         return result
@@ -347,6 +361,18 @@ class GatekeeperRunner:
         result.prints.extend(prints)
         self._add_violations(constraint, found, result)
 
+    def _evaluate_cel(self, constraints: list[Constraint], review: dict[str, Any], result: ReviewResult) -> None:
+        """The K8sNativeValidation engine of each constraint's template, in one tools/cel call. A CEL validation
+        yields a message only, so the details are empty."""
+        templates = self.policy_set.templates
+        outcomes = self.cel.evaluate(review, [(c, templates[c.kind]) for c in constraints])
+        for constraint, outcome in zip(constraints, outcomes, strict=True):
+            if outcome.error:
+                name = templates[constraint.kind].name
+                result.errors.append(str(TemplateError(name, f"CEL evaluation failed: {outcome.error}")))
+                continue
+            self._add_violations(constraint, [{"msg": m, "details": {}} for m in outcome.messages], result)
+
     def _add_violations(self, constraint: Constraint, found: list[dict[str, Any]], result: ReviewResult) -> None:
         template = self.policy_set.templates[constraint.kind]
         for item in found:
@@ -362,6 +388,7 @@ class GatekeeperRunner:
             )
 
     def close(self) -> None:
+        self.cel.close()
         for compiled in self.compiled.values():
             compiled.close()
         self.compiled = {}

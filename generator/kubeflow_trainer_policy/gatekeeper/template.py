@@ -12,6 +12,7 @@ from kubeflow_trainer_policy_provider.reader import Document
 
 TEMPLATE_API_VERSIONS = ("templates.gatekeeper.sh/v1", "templates.gatekeeper.sh/v1beta1")
 ADMISSION_TARGET = "admission.k8s.gatekeeper.sh"
+CEL_ENGINE = "K8sNativeValidation"
 ALLOWED_DATA_ROOTS = ("data.inventory", "data.lib")
 
 
@@ -32,6 +33,9 @@ class ConstraintTemplate:
     parameters_schema: dict[str, Any] | None
     source: str
     annotations: dict[str, str]
+    cel: dict[str, Any] | None = None
+    """The whole template document when it has a K8sNativeValidation code entry (Gatekeeper 3.18+ evaluates that
+    engine instead of the Rego), else None. tools/cel reads the entry from it as Gatekeeper's CEL driver does."""
 
     @property
     def violation_path(self) -> str:
@@ -78,7 +82,13 @@ def parse_template(doc: Document, parser: RegoParser) -> ConstraintTemplate:
         parameters_schema=schema if isinstance(schema, dict) else None,
         source=doc.source,
         annotations=annotations if isinstance(annotations, dict) else {},
+        cel=body if _has_cel(target) else None,
     )
+
+
+def _has_cel(target: dict[str, Any]) -> bool:
+    code = target.get("code")
+    return isinstance(code, list) and any(isinstance(c, dict) and c.get("engine") == CEL_ENGINE for c in code)
 
 
 def _rego_source(doc: Document, target: dict[str, Any]) -> tuple[str, list[str]]:

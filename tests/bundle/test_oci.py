@@ -15,12 +15,13 @@ import oras.provider
 import pytest
 import requests
 
+from kubeflow_trainer_policy.admission import inventory_document
 from kubeflow_trainer_policy.bundle.archive import read_archive, write_archive
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
 from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.bundle.helpers import (
+    OpaBundle,
     cli,
-    plain_opa_decision,
     restricted_policy_set,
     runnable_kinds,
     runner_decision,
@@ -93,11 +94,13 @@ def test_pulled_bundle_verifies_and_decides_like_the_source_policies(registry, s
     kinds = runnable_kinds("v2.0")
     cases = suite_cases("v2.0", kinds)
     assert len(cases) > 20
-    content = pulled.read_bytes()
-    with GatekeeperRunner(restricted_policy_set("v2.0", kinds)) as runner:
+    # One activation of the pulled bundle decides every case, each with its own data.inventory.
+    with GatekeeperRunner(restricted_policy_set("v2.0", kinds)) as runner, OpaBundle(pulled.read_bytes()) as opa:
         for case in cases:
             want = runner_decision(runner, case.request, case.objects)
-            assert plain_opa_decision(content, {"review": case.request.as_input()}, case.objects) == want, case.id
+            review = {"review": case.request.as_input()}
+            got = opa.query_with_inventory("kubeflow.trainer.decision", review, inventory_document(case.objects))
+            assert got == want, case.id
 
 
 def test_a_digest_pins_a_revision(registry, signed, tmp_path, built_bundles):

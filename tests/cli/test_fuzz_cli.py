@@ -223,7 +223,13 @@ def check(result: Result, command: str, out: Path) -> None:
     if result.code == 2:
         assert result.stderr.strip(), result
         if "usage:" not in result.stderr:
-            assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+            lines = result.stderr.strip().splitlines()
+            if command == "review" and len(lines) > 1:
+                # A folder: one line for each document that could not be read, each naming its file.
+                assert all(line.startswith("trainer-policy review: ") for line in lines), result.stderr
+                assert len(set(lines)) == len(lines), result.stderr
+            else:
+                assert len(lines) == 1, result.stderr
     if result.code != 0:
         assert files_in(out) == [], f"{command} failed and left {files_in(out)}"
 

@@ -46,26 +46,11 @@ def _ok(*args: str | Path, **kwargs) -> str:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel of a copy of the checkout (building writes build/ into its source folder)."""
-    root = tmp_path_factory.mktemp("wheel")
-    source = root / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    _ok(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", root / "dist", source)
-    (built,) = (root / "dist").glob("kubeflow_trainer_policy-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venv(project_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel and its declared dependencies, and no OPA engine yet."""
     venv = tmp_path_factory.mktemp("venv") / "venv"
     _ok(sys.executable, "-m", "venv", venv)
-    _ok(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel)
+    _ok(venv / "bin" / "python", "-m", "pip", "install", "--quiet", project_wheel)
     return venv
 
 
@@ -128,13 +113,13 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     assert _site_packages(venv) == before, "the CLI wrote into site-packages"
 
 
-def test_pipx_install_then_install_engine(wheel: Path, tmp_path: Path):
+def test_pipx_install_then_install_engine(project_wheel: Path, tmp_path: Path):
     """pipx's venvs have no pip of their own; install-engine runs pipx's shared one through `python -m pip`."""
     tools = tmp_path / "pipx-tool"
     _ok(sys.executable, "-m", "venv", tools)
     _ok(tools / "bin" / "python", "-m", "pip", "install", "--quiet", "pipx")
     env = {**os.environ, "PIPX_HOME": str(tmp_path / "pipx-home"), "PIPX_BIN_DIR": str(tmp_path / "bin")}
-    _ok(tools / "bin" / "pipx", "install", wheel, env=env)
+    _ok(tools / "bin" / "pipx", "install", project_wheel, env=env)
     cli = tmp_path / "bin" / "trainer-policy"
     _ok(cli, "install-engine", env=env)
     proc = _run(cli, "review", SAMPLES / "create-disallowed-value.yaml", "-o", "json", cwd=tmp_path, env=env)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,22 +47,12 @@ def _run(*args: str | Path, timeout: float = 300) -> str:
 
 
 @pytest.fixture(scope="module")
-def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def bare_venv(project_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A new venv with only the project's wheel and the provider's own dependencies (no OPA engine)."""
-    root = tmp_path_factory.mktemp("standalone")
-    source, wheels = root / "src", root / "wheels"  # a copy: building writes build/ into the source folder
-    for name in ("pyproject.toml", "README.md"):
-        source.mkdir(exist_ok=True)
-        shutil.copy(ROOT / name, source / name)
-    # the data ships in the wheel
-    for folder in ("generator", "provider", "bundles", "policies", "profiles", "requirements"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", wheels, source)
-    (wheel,) = wheels.glob("kubeflow_trainer_policy-*.whl")
-    venv = root / "venv"
+    venv = tmp_path_factory.mktemp("standalone") / "venv"
     _run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
-    _run(python, "-m", "pip", "install", "--quiet", "--no-deps", wheel)
+    _run(python, "-m", "pip", "install", "--quiet", "--no-deps", project_wheel)
     _run(python, "-m", "pip", "install", "--quiet", "pyyaml", "requests")
     return venv
 

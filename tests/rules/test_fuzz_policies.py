@@ -1,5 +1,10 @@
 """Malformed TrainJobs, runtimes, v1 jobs, JobSets, parameters and external_data answers never make any
 template of any generated profile error: a policy decides, it does not crash.
+
+Each example is judged by every template of every profile, the way `review` and Gatekeeper judge a request: a
+profile's templates in one engine, the review converted into OPA values once and every template's violations asked
+by one query (CombinedTemplates). An error in any template fails the query; tests/gatekeeper covers that each
+template also compiles and runs alone.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
+from kubeflow_trainer_policy.gatekeeper.constraint import Constraint
+from kubeflow_trainer_policy.gatekeeper.runner import CombinedTemplates
 from kubeflow_trainer_policy.profiles import generated_profiles
 from tests.rules.helpers import bundle
 
@@ -223,12 +229,13 @@ ANSWER = Answer()
 
 
 @cache
-def compiled() -> list[CompiledTemplate]:
-    templates = []
+def combined() -> list[tuple[str, CombinedTemplates]]:
+    """One engine per profile holding all its templates."""
+    engines = []
     for profile in generated_profiles():
-        for template in bundle(profile.name).templates.values():
-            templates.append(CompiledTemplate(template, ANSWER))  # type: ignore[arg-type]
-    return templates
+        templates = bundle(profile.name).templates.values()
+        engines.append((profile.name, CombinedTemplates(templates, ANSWER)))  # type: ignore[arg-type]
+    return engines
 
 
 def _review(operation: Any, obj: Any, old: Any) -> dict[str, Any]:
@@ -245,14 +252,19 @@ def _review(operation: Any, obj: Any, old: Any) -> dict[str, Any]:
 
 
 def _check(review: Any, parameters: Any, inventory: Any) -> None:
-    for template in compiled():
-        violations, _ = template.violations(review, parameters, inventory)  # raises TemplateError on an engine error
+    for profile, engine in combined():
+        kinds = list(bundle(profile).templates)
+        batch = [Constraint(kind, "fuzz", {}, parameters, "deny", "fuzz") for kind in kinds]
+        engine.use_inventory(inventory)
+        results, _ = engine.violations(review, batch)  # raises EngineError when any template errors
         # A builtin that failed is undefined, as in Gatekeeper; a policy must not lean on that (issue 29)
-        assert not template.builtin_failures(), template.template.name
-        for v in violations:
-            details = v["details"]
-            assert {type(details[k]) for k in ("field", "type", "detail")} == {str}, v
-            assert v["msg"] == f"{details['field']}: {details['type']}: {details['detail']}", v
+        assert not engine.lenient.take_failures(), profile
+        for kind, violations in zip(kinds, results, strict=True):
+            for v in violations:
+                assert isinstance(v, dict) and isinstance(v.get("msg"), str), (profile, kind, v)
+                details = v["details"]
+                assert {type(details[k]) for k in ("field", "type", "detail")} == {str}, (profile, kind, v)
+                assert v["msg"] == f"{details['field']}: {details['type']}: {details['detail']}", (profile, kind, v)
 
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))

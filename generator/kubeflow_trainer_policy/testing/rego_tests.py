@@ -111,9 +111,11 @@ def _does_not_compile(root: Path, exc: EngineError) -> TestOutcome:
 
 
 def _package_results(package: str, rules: list[str]) -> str:
-    """A comprehension of the package's test values by name (a test that is undefined is left out)."""
-    names = ", ".join(json.dumps(rule) for rule in rules)
-    return f"{{name: value | some name in [{names}]; value := data.{package}[name]}}"
+    """An object of the package's tests by name, each as the list of its values: [] when the test is undefined.
+    Each test is a static ref: a dynamic `data.<package>[name]` makes the type checker unify every rule of the
+    package, and a package whose rules have different types fails to compile as one query."""
+    entries = ", ".join(f"{json.dumps(rule)}: [value | value := data.{package}.{rule}]" for rule in rules)
+    return f"{{{entries}}}"
 
 
 def _run_batch(
@@ -146,7 +148,8 @@ def _outcome(
     policy_files: set[str],
 ) -> TestOutcome:
     """Passed when the batch saw the test true; otherwise the test is re-run alone for its own detail."""
-    if values.get(rule) is True:
+    found = values.get(rule)
+    if isinstance(found, list) and len(found) == 1 and found[0] is True:
         return TestOutcome(f"data.{package}.{rule}", True)
     return _run_one(engine, package, rule, coverage, policy_files)
 

@@ -6,6 +6,7 @@ per file)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,26 +40,47 @@ class Unreadable:
 
 
 def manifest_files(paths: Iterable[str | Path]) -> list[str]:
-    """Each path, a folder replaced by its YAML/JSON files below it (sorted, hidden ones skipped)."""
+    """Each path, a folder replaced by its YAML/JSON files below it (sorted; hidden files and folders skipped, and
+    symlinked folders not followed), within the reader's `max_folder_entries`."""
     files: list[str] = []
     for raw in paths:
         path = str(raw)
         if path == STDIN:
             files.append(path)
         elif Path(path).is_dir():
-            found = sorted(
-                p
-                for p in Path(path).rglob("*")
-                if p.suffix in MANIFEST_SUFFIXES
-                and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            files += [str(p) for p in found]
+            files += _folder_files(path)
         elif Path(path).exists():
             files.append(path)
         else:
             raise InputError(path, "No such file or directory")
     return files
+
+
+def _folder_files(folder: str) -> list[str]:
+    """The manifest files below `folder`, refused once the walk has looked at more entries than the limit."""
+    from kubeflow_trainer_policy_provider.reader import current_limits
+
+    limits = current_limits()
+    seen = 0
+    found: list[str] = []
+    for top, folders, names in os.walk(folder, onerror=_unreadable_folder):
+        seen += len(folders) + len(names)
+        if seen > limits.max_folder_entries:
+            raise InputError(
+                folder,
+                f"more than the limit of {limits.max_folder_entries} files and folders below it "
+                f"({limits.describe('max_folder_entries')})",
+            )
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in names:
+            file = os.path.join(top, name)
+            if not name.startswith(".") and name.endswith(MANIFEST_SUFFIXES) and os.path.isfile(file):
+                found.append(file)
+    return sorted(found, key=lambda f: Path(f).parts)
+
+
+def _unreadable_folder(error: OSError) -> None:
+    raise InputError(str(error.filename), error.strerror or str(error))
 
 
 def iter_manifests(paths: Iterable[str | Path]) -> Iterator[Manifest | Unreadable]:

@@ -43,6 +43,8 @@ class ReadLimits:
     """Nested mappings and sequences; no Kubernetes object comes near it."""
     max_alias_nodes: int = 100_000
     """Nodes that YAML aliases add when expanded, per input: what an alias bomb multiplies."""
+    max_folder_entries: int = 100_000
+    """Files and folders looked at below one folder given as input (`review /` would walk the whole machine)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> ReadLimits:
@@ -86,6 +88,7 @@ LIMIT_HELP = {
     "max_documents": "YAML documents in one input",
     "max_depth": "nesting of mappings and sequences",
     "max_alias_nodes": "nodes YAML aliases may add when expanded, per input",
+    "max_folder_entries": "files and folders looked at below one folder given as input",
 }
 
 

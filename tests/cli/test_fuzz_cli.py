@@ -237,9 +237,12 @@ def check(result: Result, command: str, out: Path) -> None:
 @pytest.fixture
 def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Also the working directory: a random relative output path (e.g. `certs --provider-yaml <word>`) must land
-    here, never in the checkout."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    here, never in the checkout. Two levels down, so that the drawn `..` and `../..` are this test's own folders,
+    not pytest's whole temporary tree (every other test's files)."""
+    here = tmp_path / "scratch" / "cwd"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    return here
 
 
 def fresh(scratch: Path, name: str) -> Path:

@@ -5,6 +5,7 @@ own process, with its peak RSS read from the kernel."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -194,6 +195,34 @@ def test_each_limit_is_set_by_flag_and_by_environment(
     assert_refused(by_flag_first, f"{path}: {message}")
     by_env = run_measured([*TRAINER_POLICY, "review", path], env={env: value})
     assert_refused(by_env, f"{path}: {message}")
+
+
+def test_a_folder_is_walked_within_the_entry_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "manifests"
+    for i in range(30):
+        (folder / f"team-{i}").mkdir(parents=True)
+        (folder / f"team-{i}" / "notes.txt").write_text("")
+    limit = "(--max-folder-entries or TRAINER_POLICY_MAX_FOLDER_ENTRIES)"
+    message = f"{folder}: more than the limit of 50 files and folders below it {limit}"
+    assert_refused(run_measured([*TRAINER_POLICY, "review", folder, "--max-folder-entries", "50"]), message)
+    assert_refused(run_measured([*TRAINER_POLICY, "review", folder], env={"TRAINER_POLICY_MAX_FOLDER_ENTRIES": "50"}))
+    # Within the limit: hidden folders are not walked, a symlinked folder (here a loop) is not followed.
+    shutil.rmtree(folder)
+    (folder / ".git" / "objects").mkdir(parents=True)
+    for i in range(100):
+        (folder / ".git" / "objects" / f"{i}.json").write_text("{")
+    (folder / "loop").symlink_to(folder)
+    (folder / "job.yaml").write_text(ACTIVE_REVIEW.read_text())
+    walked = run_measured([*TRAINER_POLICY, "review", folder, "--max-folder-entries", "50"])
+    assert walked.code in (0, 1) and "job.yaml" in walked.stdout and ".git" not in walked.stdout, walked
+
+
+def test_review_of_the_root_folder_is_refused_not_walked() -> None:
+    """`review /` used to walk the whole machine (over a minute, growing with the disk) before reading a file."""
+    result = run_measured([*TRAINER_POLICY, "review", "/"])
+    assert_refused(result, "trainer-policy review: /")
+    # Which comes first depends on the machine: the limit, or a folder the walk may not read (named, not skipped).
+    assert "more than the limit of 100000 files and folders" in result.stderr or "Permission denied" in result.stderr
 
 
 def test_a_bad_limit_value_names_its_setting(tmp_path: Path) -> None:

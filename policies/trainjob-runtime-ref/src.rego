@@ -26,7 +26,7 @@
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.1.2
+#   version: 1.1.3
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -91,7 +91,7 @@ job_containers := {[job_name, c] |
 	job_name := object.get(job, "name", null)
 	job_name in named_jobs
 	some list in ["initContainers", "containers"]
-	containers := object.get(job, ["template", "spec", "template", "spec", list], [])
+	containers := job.template.spec.template.spec[list]
 	is_array(containers)
 	some container in containers
 	c := container.name
@@ -206,28 +206,19 @@ mounting_containers(list) := {name |
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 
 # METADATA
-# title: target_containers
+# title: missing_containers
 # description: >-
-#   [job, list, name] for each (init)container an override names, the name null where an item
-#   has none. Items are wrapped for object.get, which reads a field of any value: a function call per item
-#   would cost several times more.
-target_containers := {[t.job, list, name] |
+#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), in one
+#   pass for both checks below; an item without a string name never matches. Items are wrapped for object.get,
+#   which reads a field of any value (a bare `item.name` would be undefined for a non-object item, and the item
+#   skipped): a function call per item would cost several times more.
+missing_containers := {[t.job, list] |
 	some t in checked_targets
 	some list in ["initContainers", "containers"]
 	items := t[list]
 	is_array(items)
 	some item in items
-	name := object.get({"item": item}, ["item", "name"], null)
-}
-
-# METADATA
-# title: missing_containers
-# description: >-
-#   [job, list] of each (init)container an override names that the runtime's job lacks, found in one pass for
-#   both checks below.
-missing_containers := {[job, list] |
-	some [job, list, name] in target_containers
-	not [job, name] in job_containers
+	not [t.job, object.get({"item": item}, ["item", "name"], null)] in job_containers
 }
 
 entries := list if {

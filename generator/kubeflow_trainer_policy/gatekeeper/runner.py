@@ -162,7 +162,10 @@ DECODER = (
     "# The review, sent as JSON text, decoded once per query: every template's `with input` reads this rule.\n"
     "review := json.unmarshal(input.review)\n"
 )
-"""The module that decodes a review sent as text (review_text); a complete rule, so it is evaluated once per query."""
+"""The module that decodes a review sent as text (review_text); a complete rule, so it is evaluated once per query.
+Not a variable of a comprehension in the query (which would keep it out of the bindings sent back): there, a
+`with input as` value that reads input recursed until Go's stack limit aborted the process (OPA 1.20.2 in the
+bridge), while a flat query evaluates each `with` value before replacing input."""
 
 
 class CombinedTemplates:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     matrix: list[dict[str, Any]] = []
     met: dict[str, Any] = {}
+    load_at_start = os.getloadavg()
     for profile in args.profiles:
         for name in args.scenarios:
             quarter = measure(profile, name, 0.25, args.rounds)
@@ -211,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
             "matrix": matrix,
             "met": met,
             "peak_rss_mib": round(max_rss_mib(), 1),
+            # Other work shares the machine's cores: the 1-, 5- and 15-minute load averages, as `uptime` gives them.
+            "load_average": {
+                "start": [round(x, 2) for x in load_at_start],
+                "end": [round(x, 2) for x in os.getloadavg()],
+            },
         },
     )
     print(f"-> {path}")

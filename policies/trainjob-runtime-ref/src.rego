@@ -26,7 +26,7 @@
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.1.1
+#   version: 1.1.3
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -91,7 +91,7 @@ job_containers := {[job_name, c] |
 	job_name := object.get(job, "name", null)
 	job_name in named_jobs
 	some list in ["initContainers", "containers"]
-	containers := object.get(job, ["template", "spec", "template", "spec", list], [])
+	containers := job.template.spec.template.spec[list]
 	is_array(containers)
 	some container in containers
 	c := container.name
@@ -206,19 +206,20 @@ mounting_containers(list) := {name |
 reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 
 # METADATA
-# title: target_containers
+# title: missing_containers
 # description: >-
-#   [job, list, name] for each (init)container an override names, the name null where an item
-#   has none. Items are wrapped for object.get, which reads a field of any value: a function call per item
-#   would cost several times more.
-target_containers := [[t.job, list, name] |
+#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), in one
+#   pass for both checks below; an item without a string name never matches. Items are wrapped for object.get,
+#   which reads a field of any value (a bare `item.name` would be undefined for a non-object item, and the item
+#   skipped): a function call per item would cost several times more.
+missing_containers := {[t.job, list] |
 	some t in checked_targets
 	some list in ["initContainers", "containers"]
 	items := t[list]
 	is_array(items)
 	some item in items
-	name := object.get({"item": item}, ["item", "name"], null)
-]
+	not [t.job, object.get({"item": item}, ["item", "name"], null)] in job_containers
+}
 
 entries := list if {
 	list := object.get(trainjob, ["spec", profile.override_field], [])
@@ -256,15 +257,22 @@ missing_target_detail := "must not have replicated job that doesn't exist in the
 } else := "must not have targetJob that doesn't exist in the runtime job template"
 
 # METADATA
+# title: distinct_targets
+# description: >-
+#   The targets without repeats. Every check but the Duplicate one depends on a target's value alone, and
+#   violations form a set, so each distinct target is checked once (a TrainJob may repeat one override many times).
+distinct_targets := {t | some t in targets}
+
+# METADATA
 # title: checked_targets
 # description: >-
-#   Runtime patches: the targets whose job exists (v2.2+ skips the container checks of a missing job with
-#   `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a
+#   Runtime patches: the (distinct) targets whose job exists (v2.2+ skips the container checks of a missing job
+#   with `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a
 #   missing targetJob, so that entry's container overrides are also reported against the (empty) containers of
 #   the missing job.
-checked_targets := [t | some t in targets; t.job in job_names] if {
+checked_targets := {t | some t in distinct_targets; t.job in job_names} if {
 	runtime_patches
-} else := targets
+} else := distinct_targets
 
 manager_path := "spec.runtimePatches.manager"
 
@@ -369,14 +377,18 @@ override_targets := [target |
 	some target_job in target_jobs
 	target := {
 		"job": object.get({"target": target_job}, ["target", "name"], null),
-		"initContainers": object.get(entry, array.concat(override_pod_path, ["initContainers"]), []),
-		"containers": object.get(entry, array.concat(override_pod_path, ["containers"]), []),
+		"initContainers": object.get(entry, override_init_containers_path, []),
+		"containers": object.get(entry, override_containers_path, []),
 	}
 ]
 
 override_pod_path := ["spec"] if {
 	profile.override_field == "podTemplateOverrides"
 } else := []
+
+override_init_containers_path := array.concat(override_pod_path, ["initContainers"])
+
+override_containers_path := array.concat(override_pod_path, ["containers"])
 
 quoted(value) := sprintf("%q", [value]) if is_string(value)
 
@@ -411,7 +423,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in targets
+	some t in distinct_targets
 	not t.job in job_names
 	v := violations.make(field, "Invalid", missing_target_detail)
 }
@@ -422,8 +434,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some [job, "initContainers", name] in target_containers
-	not [job, name] in job_containers
+	some [job, "initContainers"] in missing_containers
 	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [job]))
 }
 
@@ -433,8 +444,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some [job, "containers", name] in target_containers
-	not [job, name] in job_containers
+	some [job, "containers"] in missing_containers
 	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [job]))
 }
 
@@ -447,8 +457,8 @@ violation contains v if {
 	some t in checked_targets
 	is_array(t.containers)
 	some container in t.containers
-	object.get({"container": container}, ["container", "name"], null) in reserved_containers
-	env := object.get({"container": container}, ["container", "env"], [])
+	container.name in reserved_containers # undefined, like a missing name, where the item is not an object
+	env := object.get(container, "env", [])
 	is_array(env)
 	count(env) > 0
 	v := violations.make(field, "Invalid", "must not have envs for the dataset-initializer, model-initializer, node containers")

@@ -40,8 +40,12 @@ class BuiltinFailure:
 class LenientBuiltins:
     """The replacements registered on one engine, and the `with` clauses that put them in a query."""
 
-    def __init__(self, engine: PolicyEngine, helper_factory: Callable[[], PolicyEngine]):
+    def __init__(
+        self, engine: PolicyEngine, helper_factory: Callable[[], PolicyEngine], strict: frozenset[str] = frozenset()
+    ):
+        """`strict`: builtins never replaced, whose failure stays an error (the caller's own, not the policy's)."""
         self._engine = engine
+        self._strict = strict
         self._helper_factory = helper_factory
         self._helper: PolicyEngine | None = None
         self._replaced: dict[str, str] = {}
@@ -60,7 +64,9 @@ class LenientBuiltins:
                 return self._engine.eval_query(query(clause), payload)
             except EngineError as exc:
                 name = failed_builtin(exc)
-                if name is None or (name not in self._replaced and not self._replace(name)):
+                if name is None or name in self._strict:
+                    raise
+                if name not in self._replaced and not self._replace(name):
                     raise
                 if clause == self.clause:  # already evaluated with every replacement: nothing left to try
                     raise

@@ -143,6 +143,32 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+def review_text(review: dict[str, Any]) -> str | None:
+    """The review as JSON text for json.unmarshal in the query, or None where the engine's own input conversion
+    must see it (a value JSON cannot carry: NaN, infinity, a lone surrogate), so its error stays the same.
+
+    A review handed to the engine as a value is serialised to JSON, decoded, re-encoded and decoded again by the
+    bridge and OPA before it becomes an OPA value; as a string it is decoded once (docs/performance.md)."""
+    try:
+        text = json.dumps(review, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
+        return None
+    return text
+
+
+DECODED_REVIEW = "trainer_policy_runner.review"
+DECODER = (
+    "package trainer_policy_runner\n\n"
+    "# The review, sent as JSON text, decoded once per query: every template's `with input` reads this rule.\n"
+    "review := json.unmarshal(input.review)\n"
+)
+"""The module that decodes a review sent as text (review_text); a complete rule, so it is evaluated once per query.
+Not a variable of a comprehension in the query (which would keep it out of the bindings sent back): there, a
+`with input as` value that reads input recursed until Go's stack limit aborted the process (OPA 1.20.2 in the
+bridge), while a flat query evaluates each `with` value before replacing input."""
+
+
 class CombinedTemplates:
     """Every template in ONE engine, as Gatekeeper keeps them in one OPA: a review is converted into
     OPA values once and all matched constraints are evaluated by one query. Libs shipped identically
@@ -162,8 +188,9 @@ class CombinedTemplates:
 
     def __init__(self, templates: Iterable[ConstraintTemplate], external_data: ExternalData | None):
         self.engine = EmbeddedOpaEngine()
-        self.lenient = LenientBuiltins(self.engine, EmbeddedOpaEngine)
-        self._queries: dict[tuple[tuple[str, ...], bool, str], str] = {}
+        # The review's own json.unmarshal failing is not a policy's builtin failing: never made lenient.
+        self.lenient = LenientBuiltins(self.engine, EmbeddedOpaEngine, strict=frozenset({"json.unmarshal"}))
+        self._queries: dict[tuple[tuple[str, ...], bool, str, bool], str] = {}
         self._paths: dict[str, str] = {}
         self._stored_inventory: str | None = None
         self._inventory: dict[str, Any] = {}
@@ -171,8 +198,9 @@ class CombinedTemplates:
         try:
             if external_data is not None:
                 self.engine.register_builtin("external_data", external_data, arity=1)
+            self.engine.add_module("trainer_policy_runner.rego", DECODER)
             loaded: set[str] = set()
-            packages: set[str] = set()
+            packages: set[str] = {"trainer_policy_runner"}
             for template in templates:
                 if template.package in packages:
                     raise EngineError(f"package {template.package} is used by two templates")
@@ -204,14 +232,15 @@ class CombinedTemplates:
         self._inventory = inventory
         self._inventory_in_store = text == self._stored_inventory
 
-    def _query(self, kinds: tuple[str, ...], lenient: str) -> str:
-        key = (kinds, self._inventory_in_store, lenient)
+    def _query(self, kinds: tuple[str, ...], lenient: str, as_text: bool) -> str:
+        key = (kinds, self._inventory_in_store, lenient, as_text)
         query = self._queries.get(key)
         if query is None:
             inventory = "" if self._inventory_in_store else " with data.inventory as input.inventory"
+            review = f"data.{DECODED_REVIEW}" if as_text else "input.review"
             query = "; ".join(
                 f"v{i} := data.{self._paths[kind]} with input as "
-                f'{{"review": input.review, "parameters": input.parameters[{i}]}}{inventory}{lenient}'
+                f'{{"review": {review}, "parameters": input.parameters[{i}]}}{inventory}{lenient}'
                 for i, kind in enumerate(kinds)
             )
             self._queries[key] = query
@@ -220,11 +249,15 @@ class CombinedTemplates:
     def violations(
         self, review: dict[str, Any], batch: list[Constraint]
     ) -> tuple[list[list[dict[str, Any]]], list[PrintLine]]:
-        payload: dict[str, Any] = {"review": review, "parameters": [c.parameters for c in batch]}
+        text = review_text(review)
+        payload: dict[str, Any] = {
+            "review": review if text is None else text,
+            "parameters": [c.parameters for c in batch],
+        }
         if not self._inventory_in_store:
             payload["inventory"] = self._inventory
         kinds = tuple(c.kind for c in batch)
-        result = self.lenient.evaluate(lambda clause: self._query(kinds, clause), payload)
+        result = self.lenient.evaluate(lambda clause: self._query(kinds, clause, text is not None), payload)
         bindings = result.bindings[0] if result.bindings else {}
         return [bindings.get(f"v{i}", []) for i in range(len(batch))], result.prints
 

@@ -108,15 +108,8 @@ def test_runtimes_cel_equals_rego(operation, kind, spec, old_spec, labels, name)
 )
 def test_trainjob_updates_cel_equals_rego(suspend, old_overrides, new_overrides, old_spec, new_spec):
     def trainjob(spec: Any, overrides: Any) -> dict[str, Any]:
-        spec = {**spec, "suspend": suspend}
-        for field in ("podSpecOverrides", "podTemplateOverrides", "runtimePatches"):
-            spec[field] = overrides
-        return {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "job", "namespace": "team-a"},
-            "spec": spec,
-        }
+        fields = ("podSpecOverrides", "podTemplateOverrides", "runtimePatches")
+        return fuzz.trainjob_with_overrides({**spec, "suspend": suspend}, overrides, fields)
 
     _check("UPDATE", trainjob(new_spec, new_overrides), trainjob(old_spec, old_overrides), {})
 

@@ -238,6 +238,16 @@ def combined() -> list[tuple[str, CombinedTemplates]]:
     return engines
 
 
+def trainjob_with_overrides(spec: dict[str, Any], overrides: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The TrainJob `job` in team-a with `spec`, each of `fields` set to `overrides`."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "job", "namespace": "team-a"},
+        "spec": {**spec, **dict.fromkeys(fields, overrides)},
+    }
+
+
 def _review(operation: Any, obj: Any, old: Any) -> dict[str, Any]:
     review: dict[str, Any] = {
         "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
@@ -297,15 +307,7 @@ def test_trainjob_update_with_malformed_overrides_and_answers(
     suspend, old_overrides, new_overrides, answer, parameters, inventory
 ):
     def trainjob(overrides: Any) -> dict[str, Any]:
-        spec = {"suspend": suspend}
-        for field in ("podSpecOverrides", "runtimePatches"):
-            spec[field] = overrides
-        return {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "job", "namespace": "team-a"},
-            "spec": spec,
-        }
+        return trainjob_with_overrides({"suspend": suspend}, overrides, ("podSpecOverrides", "runtimePatches"))
 
     ANSWER.value = answer
     _check(_review("UPDATE", trainjob(new_overrides), trainjob(old_overrides)), parameters, inventory)

@@ -20,7 +20,9 @@ node_override := [{
 } else := [{"targetJobs": [{"name": "node"}], "containers": [{"name": "trainer"}]}]
 
 test_targets_read_the_profile_s_override_list if {
-	targets == [{"job": "node", "initContainers": [], "containers": [{"name": "trainer"}]}] with input as request_of(node_override)
+	[[job, pod]] := targets with input as request_of(node_override)
+	job == "node"
+	pod.containers == [{"name": "trainer"}]
 }
 
 test_runtime_patches_are_the_list_from_v2_2 if {
@@ -39,7 +41,7 @@ test_a_manager_is_a_domain_prefixed_path if {
 }
 
 test_duplicate_targets_are_found_in_one_pass if {
-	duplicate_jobs == {"node"} with data.trainertrainjobruntimeref.targets as [{"job": "node"}, {"job": "launcher"}, {"job": "node"}]
+	duplicate_jobs == {"node"} with data.trainertrainjobruntimeref.targets as [["node", {}], ["launcher", {}], ["node", {}]]
 	quoted("node") == `"node"`
 	quoted(3) == "3"
 }

@@ -206,6 +206,15 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 #   set difference (a membership test per item costs several times more); an item without a name (or not an
 #   object) names nothing and is missing.
 missing_containers := {[job, list] |
+	some [job, key, _] in keyed_targets
+	known := object.get(job_container_names, [job], set())
+	names := pod_names[key]
+	(names.initContainers | names.containers) - known != set() # a valid target stops here
+	some list in ["initContainers", "containers"]
+	names[list] - known != set()
+} if {
+	unique_job_names
+} else := {[job, list] |
 	some list in ["initContainers", "containers"]
 	some [job, _] in (named_containers(list) - job_containers)
 } | {[job, list] |
@@ -215,7 +224,52 @@ missing_containers := {[job, list] |
 	not item.name
 }
 
-# [job, name] for each item of the list (initContainers or containers) that the checked targets override.
+# METADATA
+# title: keyed_targets
+# description: >-
+#   [job, key, pod] per checked target, the key being the pod's JSON text: targets often repeat one pod, and a
+#   text is a cheap, exact key (a pod itself as a key is hashed in full at every insertion and lookup).
+keyed_targets := [[job, json.marshal(pod), pod] | some [job, pod] in checked_targets]
+
+# METADATA
+# title: pods
+# description: The distinct pods of the checked targets, by key.
+pods := {key: pod | some [_, key, pod] in keyed_targets}
+
+# METADATA
+# title: pod_names
+# description: >-
+#   The (init)container names of each distinct pod, by list (an item without a name, or not an object, names
+#   null, which no runtime container has): collected once per pod, so a target is checked with one set
+#   difference, not item by item.
+pod_names := {key: {list: {object.get({"item": item}, ["item", "name"], null) | some item in pod[list]} |
+	some list in ["initContainers", "containers"]
+} |
+	some key, pod in pods
+}
+
+# METADATA
+# title: unique_job_names
+# description: >-
+#   Every job of the runtime template has a name of its own, as in any runtime the API server stored
+#   (replicatedJobs is a list map keyed by name): each job's container names can then be indexed by job name.
+unique_job_names if count(runtime.requested_job_names) == count(runtime.requested_jobs)
+
+# METADATA
+# title: job_container_names
+# description: The (init)container names of each runtime job, by job name (only where job names are unique).
+job_container_names := {job.name: {c |
+	some list in ["initContainers", "containers"]
+	some container in job.template.spec.template.spec[list]
+	c := container.name
+	is_string(c)
+} |
+	unique_job_names
+	some job in runtime.requested_jobs
+}
+
+# [job, name] for each item of the list (initContainers or containers) that the checked targets override (where
+# job names repeat).
 named_containers(list) := {[job, item.name] |
 	some [job, pod] in checked_targets
 	some item in pod[list]
@@ -363,10 +417,13 @@ violation contains v if {
 # METADATA
 # title: override_targets
 # description: >-
-#   One [job, pod] per targetJob of each override entry, the pod being the entry itself (podSpecOverrides) or its
-#   spec (podTemplateOverrides); a targetJob without a name (or not an object) targets the job null.
-override_targets := [[job, entry] |
+#   One [job, pod] per targetJob of each override entry, the pod being the entry without its targetJobs
+#   (podSpecOverrides) or its spec (podTemplateOverrides); a targetJob without a name (or not an object) targets
+#   the job null.
+override_targets := [[job, pod] |
 	some entry in entries
+	is_object(entry)
+	pod := object.remove(entry, ["targetJobs"])
 	some target_job in entry.targetJobs
 	job := object.get({"target": target_job}, ["target", "name"], null)
 ] if {
@@ -411,8 +468,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some job in target_jobs
-	not job in job_names
+	some _ in (target_jobs - job_names) # one violation, however many jobs are missing
 	v := violations.make(field, "Invalid", missing_target_detail)
 }
 
@@ -442,7 +498,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some [_, pod] in checked_targets
+	some pod in pods # each distinct pod once
 	some container in pod.containers
 	container.name in reserved_containers # undefined, like a missing name, where the item is not an object
 	env := object.get(container, "env", [])

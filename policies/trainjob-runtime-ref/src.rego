@@ -84,7 +84,8 @@ job_names := runtime.requested_job_names
 # title: job_containers
 # description: >-
 #   [job name, (init)container name] of every container of the runtime template's jobs (before merging), built
-#   once: each container an override or initializer names is then looked up, not searched for in every job.
+#   once where job names repeat (see unique_job_names): each container an override or initializer names is then
+#   looked up, not searched for in every job.
 job_containers := {[job.name, c] |
 	some job in runtime.requested_jobs
 	some list in ["initContainers", "containers"]
@@ -139,7 +140,7 @@ violation contains v if {
 	lookup.found
 	some init in configured_initializers
 	init.job in job_names
-	not [init.job, init.job] in job_containers
+	not has_container(init.job, init.job)
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
 }
 
@@ -157,7 +158,7 @@ violation contains v if {
 	lookup.found
 	some init in configured_initializers
 	init.job in job_names
-	[init.job, init.job] in job_containers
+	has_container(init.job, init.job)
 	not [init.job, init.job] in mounted_initializer_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have volumeMount with name - %s in container %s of the %s job", [initializer_volume, init.job, init.job]))
 }
@@ -257,7 +258,9 @@ unique_job_names if count(runtime.requested_job_names) == count(runtime.requeste
 
 # METADATA
 # title: job_container_names
-# description: The (init)container names of each runtime job, by job name (only where job names are unique).
+# description: >-
+#   The (init)container names of each runtime job that a target or an initializer names, by job name (only where
+#   job names are unique): a runtime's other jobs are passed over.
 job_container_names := {job.name: {c |
 	some list in ["initContainers", "containers"]
 	some container in job.template.spec.template.spec[list]
@@ -266,6 +269,19 @@ job_container_names := {job.name: {c |
 } |
 	unique_job_names
 	some job in runtime.requested_jobs
+	job.name in named_jobs
+}
+
+named_jobs := target_jobs | {init.job | some init in configured_initializers}
+
+# METADATA
+# title: has_container
+# description: The runtime's job `job` has an (init)container named `c` (before merging).
+has_container(job, c) if c in job_container_names[job]
+
+has_container(job, c) if {
+	not unique_job_names
+	[job, c] in job_containers
 }
 
 # [job, name] for each item of the list (initContainers or containers) that the checked targets override (where

@@ -50,3 +50,28 @@ test_a_missing_runtime_stops_every_other_check if {
 	[v] := [v | some v in violation] with input as request_of(node_override) with data.inventory as {}
 	v.details.field == "spec.runtimeRef"
 }
+
+runtime_with(jobs) := {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch": {"spec": {"template": {"spec": {"replicatedJobs": jobs}}}}}}}}
+
+job_with(name, containers) := {"name": name, "template": {"spec": {"template": {"spec": {"containers": [{"name": c} | some c in containers]}}}}}
+
+container_missing(result) := {v | some v in result; contains(v.msg, "must not have container that doesn't exist")}
+
+test_container_checks_read_each_job_s_names_once if {
+	inventory := runtime_with([job_with("node", ["trainer"]), job_with("launcher", ["x"])])
+	unique_job_names with input as request_of(node_override) with data.inventory as inventory
+	has_container("node", "trainer") with input as request_of(node_override) with data.inventory as inventory
+	not has_container("node", "x") with input as request_of(node_override) with data.inventory as inventory
+	count(container_missing(violation)) == 0 with input as request_of(node_override) with data.inventory as inventory
+	count(container_missing(violation)) == 1 with input as request_of(node_override)
+		with data.inventory as runtime_with([job_with("node", ["other"])])
+}
+
+test_container_checks_hold_where_runtime_job_names_repeat if {
+	inventory := runtime_with([job_with("node", ["other"]), job_with("node", ["trainer"])])
+	not unique_job_names with input as request_of(node_override) with data.inventory as inventory
+	has_container("node", "trainer") with input as request_of(node_override) with data.inventory as inventory
+	count(container_missing(violation)) == 0 with input as request_of(node_override) with data.inventory as inventory
+	count(container_missing(violation)) == 1 with input as request_of(node_override)
+		with data.inventory as runtime_with([job_with("node", ["other"]), job_with("node", ["other"])])
+}

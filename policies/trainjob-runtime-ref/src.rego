@@ -207,10 +207,10 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 #   set difference (a membership test per item costs several times more); an item without a name (or not an
 #   object) names nothing and is missing.
 missing_containers := {[job, list] |
-	some [job, key, _] in keyed_targets
+	some [job, pod] in checked_targets
+	names := pod_names[pod]
 	known := object.get(job_container_names, [job], set())
-	names := pod_names[key]
-	(names.initContainers | names.containers) - known != set() # a valid target stops here
+	names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
 	names[list] - known != set()
 } if {
@@ -226,27 +226,23 @@ missing_containers := {[job, list] |
 }
 
 # METADATA
-# title: keyed_targets
-# description: >-
-#   [job, key, pod] per checked target, the key being the pod's JSON text: targets often repeat one pod, and a
-#   text is a cheap, exact key (a pod itself as a key is hashed in full at every insertion and lookup).
-keyed_targets := [[job, json.marshal(pod), pod] | some [job, pod] in checked_targets]
-
-# METADATA
 # title: pods
-# description: The distinct pods of the checked targets, by key.
-pods := {key: pod | some [_, key, pod] in keyed_targets}
+# description: >-
+#   The distinct pods that the checked targets override: targets often repeat one pod (a TrainJob that overrides
+#   many jobs alike), and each pod's names are then collected once.
+pods := {pod | some [_, pod] in checked_targets}
 
 # METADATA
 # title: pod_names
 # description: >-
-#   The (init)container names of each distinct pod, by list (an item without a name, or not an object, names
-#   null, which no runtime container has): collected once per pod, so a target is checked with one set
-#   difference, not item by item.
-pod_names := {key: {list: {object.get({"item": item}, ["item", "name"], null) | some item in pod[list]} |
-	some list in ["initContainers", "containers"]
-} |
-	some key, pod in pods
+#   The (init)container names of each distinct pod, by list and in all (an item without a name, or not an object,
+#   names null, which no runtime container has), so that a target is checked by set difference, not item by
+#   item. Each pod is inserted as a key once (OPA can lose a key whose hash another key, inserted twice, shares).
+pod_names := {pod: names |
+	some pod in pods
+	init_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
+	main_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+	names := {"initContainers": init_names, "containers": main_names, "all": init_names | main_names}
 }
 
 # METADATA

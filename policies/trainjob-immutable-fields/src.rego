@@ -11,7 +11,7 @@
 #   suspended'; upstream's CEL has no such condition).
 # custom:
 #   id: trainjob-immutable-fields
-#   version: 1.3.0
+#   version: 1.3.1
 #   specSection: E8
 #   rationale: >-
 #     The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the
@@ -76,7 +76,11 @@ patches(obj) := review.array(review.get(obj, ["spec", "runtimePatches"], []))
 
 patch_jobs(patch) := review.array(review.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], []))
 
-pod_field(job, name) := review.get(job, ["template", "spec", "template", "spec", name], null)
+# The job's pod spec, undefined where it is not an object (then none of its fields is set).
+pod(job) := spec if {
+	spec := review.get(job, ["template", "spec", "template", "spec"], null)
+	is_object(spec)
+}
 
 new_patches := patches(review.new_object)
 
@@ -112,7 +116,8 @@ job_names(jobs) := {x: name |
 # description: >-
 #   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
 #   their replicated jobs by name (listType=map), as the API server correlates them for transition rules.
-#   Equal patches and jobs are passed over whole; each new job finds the old jobs of its name in an index.
+#   Equal patches and jobs are passed over whole; each new job finds the old jobs of its name in an index, and
+#   only the six fields its pod sets are compared.
 #   From v2.2, whose runtime patches carry these transition rules.
 violation contains v if {
 	settings.patch_fields_immutable
@@ -131,7 +136,8 @@ violation contains v if {
 	some x in old_positions[job_name]
 	old_job := old_jobs[x]
 	old_job != new_job
-	some name in patch_fields
-	changed(pod_field(old_job, name), pod_field(new_job, name))
+	old_pod := pod(old_job)
+	some name, new_value in object.filter(pod(new_job), patch_fields) # only the fields the new pod sets
+	changed(object.get(old_pod, name, null), new_value)
 	v := violations.make(sprintf("spec.runtimePatches[%d].trainingRuntimeSpec.template.spec.replicatedJobs[%d].template.spec.template.spec.%s", [i, j, name]), "Invalid", "field is immutable")
 }

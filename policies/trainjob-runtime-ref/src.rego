@@ -26,7 +26,7 @@
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.1.3
+#   version: 1.1.4
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -83,22 +83,16 @@ job_names := runtime.requested_job_names
 # METADATA
 # title: job_containers
 # description: >-
-#   [job name, (init)container name] of every container of the runtime template's jobs that an override or
-#   initializer names (before merging), built once: each named container is then looked up, not searched
-#   for in every job.
-job_containers := {[job_name, c] |
+#   [job name, (init)container name] of every container of the runtime template's jobs (before merging), built
+#   once where job names repeat (see unique_job_names): each container an override or initializer names is then
+#   looked up, not searched for in every job.
+job_containers := {[job.name, c] |
 	some job in runtime.requested_jobs
-	job_name := object.get(job, "name", null)
-	job_name in named_jobs
 	some list in ["initContainers", "containers"]
-	containers := job.template.spec.template.spec[list]
-	is_array(containers)
-	some container in containers
+	some container in job.template.spec.template.spec[list]
 	c := container.name
 	is_string(c)
 }
-
-named_jobs := {t.job | some t in checked_targets} | {init.job | some init in configured_initializers}
 
 specified := {"TrainingRuntime": "trainingRuntime", "ClusterTrainingRuntime": "clusterTrainingRuntime"}
 
@@ -146,7 +140,7 @@ violation contains v if {
 	lookup.found
 	some init in configured_initializers
 	init.job in job_names
-	not [init.job, init.job] in job_containers
+	not has_container(init.job, init.job)
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have container with name - %s in the %s job", [init.job, init.job]))
 }
 
@@ -164,7 +158,7 @@ violation contains v if {
 	lookup.found
 	some init in configured_initializers
 	init.job in job_names
-	[init.job, init.job] in job_containers
+	has_container(init.job, init.job)
 	not [init.job, init.job] in mounted_initializer_containers
 	v := violations.make("spec.runtimeRef", "Invalid", sprintf("must have volumeMount with name - %s in container %s of the %s job", [initializer_volume, init.job, init.job]))
 }
@@ -182,12 +176,12 @@ mounted_initializer_containers contains [job_name, c] if {
 	some c in mounting_containers(object.get(job, ["template", "spec", "template", "spec", "containers"], []))
 }
 
-mounted_initializer_containers contains [t.job, c] if {
+mounted_initializer_containers contains [job, c] if {
 	runtime_patches
-	some t in targets
+	some [job, pod] in targets
 	some init in configured_initializers
-	t.job == init.job
-	some c in mounting_containers(t.containers)
+	job == init.job
+	some c in mounting_containers(object.get({"pod": pod}, ["pod", "containers"], []))
 }
 
 # METADATA
@@ -208,17 +202,89 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 # METADATA
 # title: missing_containers
 # description: >-
-#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), in one
-#   pass for both checks below; an item without a string name never matches. Items are wrapped for object.get,
-#   which reads a field of any value (a bare `item.name` would be undefined for a non-object item, and the item
-#   skipped): a function call per item would cost several times more.
-missing_containers := {[t.job, list] |
-	some t in checked_targets
+#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), for
+#   both checks below. The pairs an override names are collected into a set and the runtime's taken away in one
+#   set difference (a membership test per item costs several times more); an item without a name (or not an
+#   object) names nothing and is missing.
+missing_containers := {[job, list] |
+	some [job, pod] in checked_targets
+	names := pod_names[pod]
+	known := object.get(job_container_names, [job], set())
+	names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
-	items := t[list]
-	is_array(items)
-	some item in items
-	not [t.job, object.get({"item": item}, ["item", "name"], null)] in job_containers
+	names[list] - known != set()
+} if {
+	unique_job_names
+} else := {[job, list] |
+	some list in ["initContainers", "containers"]
+	some [job, _] in (named_containers(list) - job_containers)
+} | {[job, list] |
+	some list in ["initContainers", "containers"]
+	some [job, pod] in checked_targets
+	some item in pod[list]
+	not item.name
+}
+
+# METADATA
+# title: pods
+# description: >-
+#   The distinct pods that the checked targets override: targets often repeat one pod (a TrainJob that overrides
+#   many jobs alike), and each pod's names are then collected once.
+pods := {pod | some [_, pod] in checked_targets}
+
+# METADATA
+# title: pod_names
+# description: >-
+#   The (init)container names of each distinct pod, by list and in all (an item without a name, or not an object,
+#   names null, which no runtime container has), so that a target is checked by set difference, not item by
+#   item. Each pod is inserted as a key once (OPA can lose a key whose hash another key, inserted twice, shares).
+pod_names := {pod: names |
+	some pod in pods
+	init_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
+	main_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+	names := {"initContainers": init_names, "containers": main_names, "all": init_names | main_names}
+}
+
+# METADATA
+# title: unique_job_names
+# description: >-
+#   Every job of the runtime template has a name of its own, as in any runtime the API server stored
+#   (replicatedJobs is a list map keyed by name): each job's container names can then be indexed by job name.
+unique_job_names if count(runtime.requested_job_names) == count(runtime.requested_jobs)
+
+# METADATA
+# title: job_container_names
+# description: >-
+#   The (init)container names of each runtime job that a target or an initializer names, by job name (only where
+#   job names are unique): a runtime's other jobs are passed over.
+job_container_names := {job.name: {c |
+	some list in ["initContainers", "containers"]
+	some container in job.template.spec.template.spec[list]
+	c := container.name
+	is_string(c)
+} |
+	unique_job_names
+	some job in runtime.requested_jobs
+	job.name in named_jobs
+}
+
+named_jobs := target_jobs | {init.job | some init in configured_initializers}
+
+# METADATA
+# title: has_container
+# description: The runtime's job `job` has an (init)container named `c` (before merging).
+has_container(job, c) if c in job_container_names[job]
+
+has_container(job, c) if {
+	not unique_job_names
+	[job, c] in job_containers
+}
+
+# [job, name] for each item of the list (initContainers or containers) that the checked targets override (where
+# job names repeat).
+named_containers(list) := {[job, item.name] |
+	some [job, pod] in checked_targets
+	some item in pod[list]
 }
 
 entries := list if {
@@ -228,7 +294,10 @@ entries := list if {
 
 # METADATA
 # title: targets
-# description: The overridden jobs and their containers, from runtime patches or from override entries.
+# description: >-
+#   [job name, pod] for each overridden job, the pod being the object whose initContainers and containers
+#   override the job's: from runtime patches or from override entries. A pair refers to the request's values
+#   (nothing is copied or hashed per target), so every check below reads the pod's lists where they are.
 targets := patch_targets if {
 	runtime_patches
 } else := override_targets
@@ -236,20 +305,15 @@ targets := patch_targets if {
 # METADATA
 # title: patch_targets
 # description: >-
-#   One entry per replicated-job patch: {job, initContainers, containers}. Patches without
-#   trainingRuntimeSpec.template.spec are skipped; a job patch without a pod spec has no containers.
-patch_targets := [target |
+#   One [job, pod] per replicated-job patch. Patches without trainingRuntimeSpec.template.spec are skipped; a job
+#   patch without a pod spec (or one that is not an object) has no containers; a job patch without a name targets
+#   the job null.
+patch_targets := [[job, pod] |
 	some patch in entries
-	is_object(patch)
-	job_patches := object.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], [])
-	is_array(job_patches)
-	some job_patch in job_patches
-	pod := object.get({"job": job_patch}, ["job", "template", "spec", "template", "spec"], {})
-	target := {
-		"job": object.get({"job": job_patch}, ["job", "name"], null),
-		"initContainers": object.get({"pod": pod}, ["pod", "initContainers"], []),
-		"containers": object.get({"pod": pod}, ["pod", "containers"], []),
-	}
+	some job_patch in patch.trainingRuntimeSpec.template.spec.replicatedJobs
+	wrapped := {"job": job_patch}
+	job := object.get(wrapped, ["job", "name"], null)
+	pod := object.get(wrapped, ["job", "template", "spec", "template", "spec"], {})
 ]
 
 missing_target_detail := "must not have replicated job that doesn't exist in the runtime job template" if {
@@ -257,22 +321,20 @@ missing_target_detail := "must not have replicated job that doesn't exist in the
 } else := "must not have targetJob that doesn't exist in the runtime job template"
 
 # METADATA
-# title: distinct_targets
-# description: >-
-#   The targets without repeats. Every check but the Duplicate one depends on a target's value alone, and
-#   violations form a set, so each distinct target is checked once (a TrainJob may repeat one override many times).
-distinct_targets := {t | some t in targets}
+# title: target_jobs
+# description: The job names the targets name, each once.
+target_jobs := {job | some [job, _] in targets}
 
 # METADATA
 # title: checked_targets
 # description: >-
-#   Runtime patches: the (distinct) targets whose job exists (v2.2+ skips the container checks of a missing job
-#   with `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a
-#   missing targetJob, so that entry's container overrides are also reported against the (empty) containers of
-#   the missing job.
-checked_targets := {t | some t in distinct_targets; t.job in job_names} if {
+#   Runtime patches: the targets whose job exists (v2.2+ skips the container checks of a missing job with
+#   `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a missing
+#   targetJob, so that entry's container overrides are also reported against the (empty) containers of the missing
+#   job.
+checked_targets := [t | some t in targets; t[0] in job_names] if {
 	runtime_patches
-} else := distinct_targets
+} else := targets
 
 manager_path := "spec.runtimePatches.manager"
 
@@ -367,28 +429,23 @@ violation contains v if {
 # METADATA
 # title: override_targets
 # description: >-
-#   One entry per targetJob of each override entry: {job, initContainers, containers}, the containers
-#   being the entry's own (under spec in podTemplateOverrides).
-override_targets := [target |
+#   One [job, pod] per targetJob of each override entry, the pod being the entry without its targetJobs
+#   (podSpecOverrides) or its spec (podTemplateOverrides); a targetJob without a name (or not an object) targets
+#   the job null.
+override_targets := [[job, pod] |
 	some entry in entries
 	is_object(entry)
-	target_jobs := object.get(entry, "targetJobs", [])
-	is_array(target_jobs)
-	some target_job in target_jobs
-	target := {
-		"job": object.get({"target": target_job}, ["target", "name"], null),
-		"initContainers": object.get(entry, override_init_containers_path, []),
-		"containers": object.get(entry, override_containers_path, []),
-	}
+	pod := object.remove(entry, ["targetJobs"])
+	some target_job in entry.targetJobs
+	job := object.get({"target": target_job}, ["target", "name"], null)
+] if {
+	profile.override_field == "podSpecOverrides"
+} else := [[job, pod] |
+	some entry in entries
+	some target_job in entry.targetJobs
+	pod := object.get(entry, "spec", {})
+	job := object.get({"target": target_job}, ["target", "name"], null)
 ]
-
-override_pod_path := ["spec"] if {
-	profile.override_field == "podTemplateOverrides"
-} else := []
-
-override_init_containers_path := array.concat(override_pod_path, ["initContainers"])
-
-override_containers_path := array.concat(override_pod_path, ["containers"])
 
 quoted(value) := sprintf("%q", [value]) if is_string(value)
 
@@ -400,7 +457,7 @@ quoted(value) := sprintf("%v", [value]) if not is_string(value)
 #   The targetJob names seen more than once over all entries. Sorted, a name's later occurrences follow
 #   its first, so one pass finds them (a pairwise search was quadratic: 1,500 repeated targets took minutes).
 duplicate_jobs := {job |
-	sorted := sort([t.job | some t in targets])
+	sorted := sort([job | some [job, _] in targets])
 	some k, job in sorted
 	k > 0
 	sorted[k - 1] == job
@@ -423,8 +480,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in distinct_targets
-	not t.job in job_names
+	some _ in (target_jobs - job_names) # one violation, however many jobs are missing
 	v := violations.make(field, "Invalid", missing_target_detail)
 }
 
@@ -454,9 +510,8 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some t in checked_targets
-	is_array(t.containers)
-	some container in t.containers
+	some pod in pods # each distinct pod once
+	some container in pod.containers
 	container.name in reserved_containers # undefined, like a missing name, where the item is not an object
 	env := object.get(container, "env", [])
 	is_array(env)

@@ -51,6 +51,9 @@ def test_values_json_cannot_carry_keep_the_engines_own_conversion() -> None:
     assert review_text({"object": {"spec": {"x": float("inf")}}}) is None
     assert review_text({"object": {"name": "\ud800"}}) is None
     assert review_text({"object": {"name": "caf\u00e9", "n": 1}}) == '{"object": {"name": "café", "n": 1}}'
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic  # encoded without a circularity check: the recursion limit ends it
+    assert review_text({"object": cyclic}) is None
 
 
 def test_a_failing_decode_is_an_error_not_an_undefined_builtin() -> None:

@@ -23,6 +23,7 @@ same(a, b) if a == b
 # pod costs far more than following the few keys where it differs.
 same(a, b) if {
 	a != b
+	not apart(a, b)
 	d0 := {[[null, null], a, b]}
 	d1 := differing_children(d0)
 	d2 := differing_children(d1)
@@ -43,6 +44,172 @@ same(a, b) if {
 	every pair in compared {
 		same_pair(pair)
 	}
+}
+
+# METADATA
+# title: apart
+# description: >-
+#   a and b differ in a way no normalization removes: somewhere along entries that differ, two different
+#   non-null scalars outside a quantity, or two lists of different lengths. Searched depth first, and each level
+#   stops at the first such difference (a function with a constant value), so an UPDATE that changes its
+#   overrides is told apart after following one path, not after comparing every override. Finding none proves
+#   nothing: `same` then compares level by level.
+apart(a, b) if apart0([null, null], a, b)
+
+# Sixteen levels, as `same` follows; Rego has no recursion.
+apart0(c, x, y) if definite(c, x, y)
+
+apart0(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart1([c[1], k], v, w)
+}
+
+apart1(c, x, y) if definite(c, x, y)
+
+apart1(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart2([c[1], k], v, w)
+}
+
+apart2(c, x, y) if definite(c, x, y)
+
+apart2(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart3([c[1], k], v, w)
+}
+
+apart3(c, x, y) if definite(c, x, y)
+
+apart3(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart4([c[1], k], v, w)
+}
+
+apart4(c, x, y) if definite(c, x, y)
+
+apart4(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart5([c[1], k], v, w)
+}
+
+apart5(c, x, y) if definite(c, x, y)
+
+apart5(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart6([c[1], k], v, w)
+}
+
+apart6(c, x, y) if definite(c, x, y)
+
+apart6(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart7([c[1], k], v, w)
+}
+
+apart7(c, x, y) if definite(c, x, y)
+
+apart7(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart8([c[1], k], v, w)
+}
+
+apart8(c, x, y) if definite(c, x, y)
+
+apart8(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart9([c[1], k], v, w)
+}
+
+apart9(c, x, y) if definite(c, x, y)
+
+apart9(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart10([c[1], k], v, w)
+}
+
+apart10(c, x, y) if definite(c, x, y)
+
+apart10(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart11([c[1], k], v, w)
+}
+
+apart11(c, x, y) if definite(c, x, y)
+
+apart11(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart12([c[1], k], v, w)
+}
+
+apart12(c, x, y) if definite(c, x, y)
+
+apart12(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart13([c[1], k], v, w)
+}
+
+apart13(c, x, y) if definite(c, x, y)
+
+apart13(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart14([c[1], k], v, w)
+}
+
+apart14(c, x, y) if definite(c, x, y)
+
+apart14(c, x, y) if {
+	some k, v in x
+	w := y[k]
+	v != w
+	apart15([c[1], k], v, w)
+}
+
+apart15(c, x, y) if definite(c, x, y)
+
+# x and y (known to differ) differ whatever normalization does: two lists of different lengths, or two
+# non-null scalars that are not a quantity (a quantity may be spelled two ways).
+definite(_, x, y) if {
+	is_array(x)
+	is_array(y)
+	count(x) != count(y)
+}
+
+definite(c, x, y) if {
+	not is_object(x)
+	not is_array(x)
+	x != null
+	not is_object(y)
+	not is_array(y)
+	y != null
+	not quantity_path(c)
 }
 
 # [context, x, y] of the entries of two objects, or of two lists of the same length, that differ

@@ -99,3 +99,26 @@ test_same_rewrite_but_one_entry_differs if {
 	new := [{"name": "a", "limits": {"cpu": "1000m"}}, {"name": "c", "limits": {"cpu": "1000m"}}]
 	not same(old, new)
 }
+
+test_apart_finds_a_scalar_that_differs if {
+	apart([{"name": "a", "env": [{"name": "V", "value": "1"}]}], [{"name": "a", "env": [{"name": "V", "value": "2"}]}])
+}
+
+test_apart_finds_lists_of_different_lengths if {
+	apart({"a": [1, 2]}, {"a": [1]})
+}
+
+test_apart_leaves_quantities_nulls_and_empties_to_same if {
+	not apart({"limits": {"cpu": "1"}}, {"limits": {"cpu": "1000m"}})
+	not apart({"limits": {"cpu": "1"}}, {"limits": {"cpu": "2"}})
+	not apart({"a": null, "b": 1}, {"a": [], "b": 1})
+	not apart({"a": 1}, {"a": {"b": 1}})
+}
+
+deep(v) := {"a": [{"b": [{"c": [{"d": [{"e": [{"f": [{"g": [{"h": v}]}]}]}]}]}]}]}
+
+test_apart_follows_sixteen_levels if {
+	apart(deep(1), deep(2))
+	not apart([deep(1)], [deep(2)])
+	not same([deep(1)], [deep(2)])
+}

@@ -26,7 +26,7 @@
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.1.4
+#   version: 1.1.5
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -259,13 +259,12 @@ unique_job_names if count(runtime.requested_job_names) == count(runtime.requeste
 #   job names are unique): a runtime's other jobs are passed over.
 job_container_names := {job.name: {c |
 	some list in ["initContainers", "containers"]
-	some container in job.template.spec.template.spec[list]
-	c := container.name
+	c := job.template.spec.template.spec[list][_].name # one ref walks the list
 	is_string(c)
 } |
 	unique_job_names
 	some job in runtime.requested_jobs
-	job.name in named_jobs
+	named_jobs[job.name]
 }
 
 named_jobs := target_jobs | {init.job | some init in configured_initializers}

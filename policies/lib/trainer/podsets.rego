@@ -6,7 +6,7 @@
 #   a node) and the per-Pod requests of Kubernetes' pod request formula (app containers plus sidecars, or
 #   the largest init container, plus overhead; limits stand in for missing requests;
 #   spec.trainer.resourcesPerNode on the node containers). Quantities are exact integers of nano-units
-#   (lib.trainer.nanos). The same model as generator/podsets/model.py; docs/podsets.md explains it.
+#   (lib.trainer.nanos). The same model as generator/kubeflow_trainer_policy/podsets/model.py; docs/podsets.md explains it.
 package lib.trainer.podsets
 
 import data.lib.trainer.nanos

@@ -116,8 +116,7 @@ requested_jobs := [job |
 # title: requested_job_names
 # description: Names of the requested runtime template's replicated jobs.
 requested_job_names := {name |
-	some job in requested_jobs
-	name := object.get(job, "name", null)
+	name := requested_jobs[_].name # jobs are objects: a job without a name has none
 	is_string(name)
 }
 

@@ -100,6 +100,7 @@ def differences(
         [gatekeeper.Review(rule, review, parameters) for rule, review, parameters in reviews],
         shipped_templates(profile),
         session(),
+        namespace=f"{profile.name}/",  # each profile's templates stay compiled in the one session
     )
     found = []
     for (rule, review, parameters), outcome in zip(reviews, outcomes, strict=True):

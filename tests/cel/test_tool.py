@@ -122,3 +122,17 @@ def test_bad_input_exits_2_with_one_line():
     assert result.stderr.strip() == "cel: stdin is not the input document: unexpected EOF"
     unknown = run.evaluate([], [{"id": "x", "policy": "missing", "request": _request("a")}])
     assert unknown == [{"id": "x", "decisions": None, "cost": 0, "error": 'policy: no policy named "missing"'}]
+
+
+def test_a_session_compiles_each_policy_once_and_replaces_one_that_changed():
+    cases = [{"id": n, "policy": "p", "request": _request(n)} for n in ("ok", "much-too-long")]
+    short, long_names = _policy("size(object.metadata.name) < 5"), _policy("size(object.metadata.name) < 50")
+    with run.CelSession() as session:
+        assert [r["admission"]["allowed"] for r in run.evaluate([short], cases, session)] == [True, False]
+        assert session._new_policies([short]) == []  # compiled: not sent again
+        assert [r["admission"]["allowed"] for r in run.evaluate([short], cases, session)] == [True, False]
+        # the same name with other content replaces the compiled policy
+        assert [r["admission"]["allowed"] for r in run.evaluate([long_names], cases, session)] == [True, True]
+        # and the cases of a batch without policies are judged by what is compiled
+        assert [r["admission"]["allowed"] for r in run.evaluate([], cases, session)] == [True, True]
+        assert [r["admission"]["allowed"] for r in run.evaluate([short], cases, session)] == [True, False]

@@ -77,24 +77,32 @@ def container(*, init: bool) -> st.SearchStrategy[Any]:
     return st.one_of(st.fixed_dictionaries({}, optional=optional), st.sampled_from([None, "x"]))
 
 
+# Strategies are built once, not in each draw: Hypothesis computes a strategy's properties per instance, and
+# building them per draw cost as much as the rest of the generation (same strategies, same examples).
+CONTAINERS = st.lists(container(init=False), max_size=3)
+INIT_CONTAINERS = st.lists(container(init=True), max_size=4)
+ANCESTOR = st.one_of(st.none(), st.sampled_from(ANCESTORS), st.just(7))
+JOB_NAME = st.one_of(st.sampled_from(["node", "launcher", *NAMES]), st.none())
+
+
 @st.composite
 def replicated_job(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 30)) == 0:
         return draw(st.sampled_from([None, "x", {}]))
-    pod: dict[str, Any] = {"containers": draw(st.lists(container(init=False), max_size=3))}
+    pod: dict[str, Any] = {"containers": draw(CONTAINERS)}
     if draw(st.booleans()):
-        pod["initContainers"] = draw(st.lists(container(init=True), max_size=4))
+        pod["initContainers"] = draw(INIT_CONTAINERS)
     if draw(st.integers(0, 3)) == 0:
         pod["overhead"] = draw(RESOURCE_LIST)
     spec: dict[str, Any] = {"template": {"spec": pod}}
     if draw(st.booleans()):
         spec["parallelism"] = draw(COUNT)
     template: dict[str, Any] = {"spec": spec}
-    ancestor = draw(st.one_of(st.none(), st.sampled_from(ANCESTORS), st.just(7)))
+    ancestor = draw(ANCESTOR)
     if ancestor is not None:
         template["metadata"] = {"labels": {ANCESTOR_LABEL: ancestor}}
     job: dict[str, Any] = {"template": template}
-    name = draw(st.one_of(st.sampled_from(["node", "launcher", *NAMES]), st.none()))
+    name = draw(JOB_NAME)
     if name is not None:
         job["name"] = name
     return job
@@ -128,31 +136,35 @@ ODD_ML_POLICY = st.one_of(
 ML_POLICY = st.one_of(REALISTIC_ML_POLICY, REALISTIC_ML_POLICY, ODD_ML_POLICY)
 
 
+REPLICATED_JOBS = st.lists(replicated_job(), max_size=4)
+
+
 @st.composite
 def runtime(draw: st.DrawFn) -> dict[str, Any]:
-    spec: dict[str, Any] = {"template": {"spec": {"replicatedJobs": draw(st.lists(replicated_job(), max_size=4))}}}
+    spec: dict[str, Any] = {"template": {"spec": {"replicatedJobs": draw(REPLICATED_JOBS)}}}
     ml = draw(ML_POLICY)
     if ml is not None or draw(st.booleans()):
         spec["mlPolicy"] = ml
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "spec": spec}
 
 
+TRAINER = st.fixed_dictionaries(
+    {},
+    optional={
+        "numNodes": st.one_of(st.integers(min_value=1, max_value=16), COUNT),
+        "resourcesPerNode": st.one_of(
+            REALISTIC_RESOURCES,
+            RESOURCE_REQUIREMENTS,
+            st.just({"requests": None}),
+            st.just({"limits": None, "requests": None}),
+        ),
+    },
+)
+
+
 @st.composite
 def trainjob(draw: st.DrawFn) -> dict[str, Any]:
-    trainer = draw(
-        st.fixed_dictionaries(
-            {},
-            optional={
-                "numNodes": st.one_of(st.integers(min_value=1, max_value=16), COUNT),
-                "resourcesPerNode": st.one_of(
-                    REALISTIC_RESOURCES,
-                    RESOURCE_REQUIREMENTS,
-                    st.just({"requests": None}),
-                    st.just({"limits": None, "requests": None}),
-                ),
-            },
-        )
-    )
+    trainer = draw(TRAINER)
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "spec": {"trainer": trainer}}
 
 

@@ -132,16 +132,21 @@ def evaluate(
     reviews: Iterable[Review],
     templates: dict[str, dict[str, Any]],
     session: run.CelSession | None = None,
+    *,
+    namespace: str = "",
 ) -> list[Outcome]:
     """Every review judged by its rule's template (rule id -> ConstraintTemplate document, e.g. shipped_template)
-    in one tools/cel call (a new process, or the session's), in order."""
+    in one tools/cel call (a new process, or the session's), in order. The policies are named `<namespace><rule
+    id>`: one session keeps several sets of templates (e.g. one per profile) compiled under distinct namespaces."""
     reviews = list(reviews)
     rules = {r.rule.id: r.rule for r in reviews}
-    policies = [{"name": rule_id, "flavour": "gatekeeper", "template": templates[rule_id]} for rule_id in rules]
+    policies = [
+        {"name": namespace + rule_id, "flavour": "gatekeeper", "template": templates[rule_id]} for rule_id in rules
+    ]
     cases = [
         {
             "id": str(i),
-            "policy": r.rule.id,
+            "policy": namespace + r.rule.id,
             "request": r.review,
             "constraint": constraint_document(r.rule, r.parameters),
         }

@@ -40,7 +40,8 @@ def evaluate(
 
 class CelSession:
     """One `cel eval --stream` process for many batches: a document per line in, an answer per line out. Policies
-    stay compiled in it between batches (send a policy again under its name to replace it)."""
+    stay compiled in it between batches: a policy sent again unchanged is not sent (compiling is most of a small
+    batch's time), one sent under its name with other content replaces it."""
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
@@ -50,9 +51,21 @@ class CelSession:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._compiled: dict[str, str] = {}
+        """The JSON of the policy compiled under each name."""
+
+    def _new_policies(self, policies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        new = []
+        for policy in policies:
+            text = json.dumps(policy, sort_keys=True)
+            if self._compiled.get(policy["name"]) != text:
+                self._compiled[policy["name"]] = text
+                new.append(policy)
+        return new
 
     def send(self, document: dict[str, Any]) -> dict[str, Any]:
         assert self._process.stdin is not None and self._process.stdout is not None
+        document = {**document, "policies": self._new_policies(document.get("policies", []))}
         self._process.stdin.write(json.dumps(document) + "\n")
         self._process.stdin.flush()
         line = self._process.stdout.readline()

@@ -57,20 +57,18 @@ class CelOutcome:
 
 class CelTemplates:
     """One `cel eval --stream` process for every review of a run, started at the first CEL evaluation; each
-    template is compiled in it once."""
+    template is compiled in it once (the session sends a policy only when it is new)."""
 
     def __init__(self) -> None:
         self._session: CelSession | None = None
-        self._sent: set[str] = set()
 
     def evaluate(self, review: dict[str, Any], judged: list[tuple[Constraint, ConstraintTemplate]]) -> list[CelOutcome]:
         from kubeflow_trainer_policy.cel.run import CelError, evaluate
 
-        policies = []
-        for _, template in judged:
-            if template.name not in self._sent:
-                self._sent.add(template.name)
-                policies.append({"name": template.name, "flavour": "gatekeeper", "template": template.cel})
+        policies = [
+            {"name": template.name, "flavour": "gatekeeper", "template": template.cel}
+            for template in {template.name: template for _, template in judged}.values()
+        ]
         cases = [
             {"id": str(i), "policy": template.name, "request": review, "constraint": constraint_document(constraint)}
             for i, (constraint, template) in enumerate(judged)

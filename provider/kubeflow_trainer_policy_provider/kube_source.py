@@ -244,6 +244,10 @@ class KubeJobSetSource:
         self._unauthorized(resp)
         self._response = resp
         try:
+            # A stop() that came while the watch was being opened found no response to close: it would wait for the
+            # stream (minutes). Set before this check, the response is closed by any stop() that comes after it.
+            if self._stop.is_set():
+                return
             if resp.status_code == 410:
                 raise WatchGone("watch: HTTP 410")
             if resp.status_code != 200:

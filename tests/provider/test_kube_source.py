@@ -145,6 +145,17 @@ def test_in_cluster_service_account_credentials(
         source.stop()
 
 
+def test_stop_just_after_the_first_list_ends_the_watch_thread(kube_cluster: KubeCluster, namespace: str) -> None:
+    """A stop() that comes while the watch is being opened (the first list done, its response not there yet) ends
+    the watcher: it found no response to close, and the thread stayed blocked on the stream past stop()."""
+    for _ in range(3):
+        source, _metrics = make_source(from_kubeconfig(kube_cluster.kubeconfig), namespace=namespace)
+        source.start()
+        assert source.wait_ready(10)
+        source.stop(timeout=3)
+        assert source._thread is not None and not source._thread.is_alive()
+
+
 def test_watch_resumes_from_resource_version_when_the_stream_times_out(
     kube_cluster: KubeCluster, namespace: str
 ) -> None:

@@ -19,7 +19,7 @@ from kubeflow_trainer_policy.cli.main import main
 from kubeflow_trainer_policy.podsets.model import compute, formatted
 from kubeflow_trainer_policy.profiles import PROFILES, generated_profiles
 from kubeflow_trainer_policy_provider.reader import read_documents
-from tests.rules.helpers import review_cli
+from tests.rules.helpers import review_cli, review_cli_many
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtimes"
 Gi, Mi = 2**30, 2**20
@@ -220,8 +220,11 @@ def test_budget_admits_at_the_totals_and_denies_below(tmp_path, profile, name):
 
 @pytest.mark.parametrize("profile", GENERATED)
 def test_every_rule_admits_the_fixtures(tmp_path, profile):
+    """Every runtime and TrainJob in one `review` of a folder, as CI reviews a folder of manifests: each object's
+    own outcome and violations are checked."""
     runtimes = [doc.body for doc in read_documents(_runtimes(profile))]
     subjects = runtimes + [yaml.safe_load(_trainjob(profile, name).read_text()) for name in sorted(EXPECTED)]
-    for subject in subjects:
-        result = review_cli(tmp_path, subject, objects=runtimes, profile=profile)
-        assert (result.exit_code, result.messages) == (0, []), (subject["metadata"]["name"], result.stderr)
+    reviews = {f"{i:02d}-{subject['metadata']['name']}": subject for i, subject in enumerate(subjects)}
+    code, results = review_cli_many(tmp_path, reviews, objects=runtimes, profile=profile)
+    assert {name: (r.outcome, r.messages) for name, r in results.items()} == dict.fromkeys(reviews, ("allowed", []))
+    assert code == 0

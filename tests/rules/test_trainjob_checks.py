@@ -12,10 +12,10 @@ import yaml
 from kubeflow_trainer_policy.admission import admission_review_document, apiserver_request, inventory_document
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import runtime, trainjob
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, audit_request, request_from_document
-from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
+from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate, GatekeeperRunner
 from kubeflow_trainer_policy.profiles import generated_profiles, get_profile
 from kubeflow_trainer_policy_provider.reader import Document
-from tests.rules.helpers import bundle, runner_review
+from tests.rules.helpers import bundle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OWN = FIXTURES / "trainjob-checks"
@@ -54,9 +54,10 @@ def test_shipped_runtimes_and_trainjobs_are_admitted(profile: str, mode: str):
     runtimes, trainjobs = manifests(profile)
     assert len(runtimes) >= 5 and len(trainjobs) >= 6, (runtimes, trainjobs)
     objects = [*runtimes, *(t for _, t in trainjobs)]
-    for obj in objects:
-        request = _create(obj) if mode == "create" else audit_request(obj)
-        result = runner_review(profile, request, providers={}, objects=runtimes)
+    # One runner for the profile, as `review` of a folder uses one: the templates compiled once, each object judged.
+    with GatekeeperRunner(bundle(profile), {}, objects=runtimes) as runner:
+        results = [runner.review(_create(obj) if mode == "create" else audit_request(obj)) for obj in objects]
+    for obj, result in zip(objects, results, strict=True):
         label = f"{obj['kind']}/{obj['metadata']['name']}"
         assert result.errors == [], label
         assert [v.msg for v in result.violations] == [], label

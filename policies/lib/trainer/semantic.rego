@@ -12,7 +12,7 @@ import data.lib.trainer.nanos
 # METADATA
 # title: same
 # description: a and b are semantically equal.
-same(a, b) if a == b
+same(a, b) if not a != b # as the condition, `a == b` costs many times one `!=` on long lists (docs/performance.md)
 
 # The values are compared top down: only the entries (by key or index) that differ structurally are
 # followed, and only the pairs whose structure differs, or that are no longer followed, are compared
@@ -60,139 +60,298 @@ apart(a, b) if apart0([null, null], a, b)
 apart0(c, x, y) if definite(c, x, y)
 
 apart0(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart1([c[1], k], v, w)
 }
 
+apart0(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart1([c[1], j + i], v, w)
+}
+
 apart1(c, x, y) if definite(c, x, y)
 
 apart1(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart2([c[1], k], v, w)
 }
 
+apart1(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart2([c[1], j + i], v, w)
+}
+
 apart2(c, x, y) if definite(c, x, y)
 
 apart2(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart3([c[1], k], v, w)
 }
 
+apart2(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart3([c[1], j + i], v, w)
+}
+
 apart3(c, x, y) if definite(c, x, y)
 
 apart3(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart4([c[1], k], v, w)
 }
 
+apart3(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart4([c[1], j + i], v, w)
+}
+
 apart4(c, x, y) if definite(c, x, y)
 
 apart4(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart5([c[1], k], v, w)
 }
 
+apart4(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart5([c[1], j + i], v, w)
+}
+
 apart5(c, x, y) if definite(c, x, y)
 
 apart5(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart6([c[1], k], v, w)
 }
 
+apart5(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart6([c[1], j + i], v, w)
+}
+
 apart6(c, x, y) if definite(c, x, y)
 
 apart6(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart7([c[1], k], v, w)
 }
 
+apart6(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart7([c[1], j + i], v, w)
+}
+
 apart7(c, x, y) if definite(c, x, y)
 
 apart7(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart8([c[1], k], v, w)
 }
 
+apart7(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart8([c[1], j + i], v, w)
+}
+
 apart8(c, x, y) if definite(c, x, y)
 
 apart8(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart9([c[1], k], v, w)
 }
 
+apart8(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart9([c[1], j + i], v, w)
+}
+
 apart9(c, x, y) if definite(c, x, y)
 
 apart9(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart10([c[1], k], v, w)
 }
 
+apart9(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart10([c[1], j + i], v, w)
+}
+
 apart10(c, x, y) if definite(c, x, y)
 
 apart10(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart11([c[1], k], v, w)
 }
 
+apart10(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart11([c[1], j + i], v, w)
+}
+
 apart11(c, x, y) if definite(c, x, y)
 
 apart11(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart12([c[1], k], v, w)
 }
 
+apart11(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart12([c[1], j + i], v, w)
+}
+
 apart12(c, x, y) if definite(c, x, y)
 
 apart12(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart13([c[1], k], v, w)
 }
 
+apart12(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart13([c[1], j + i], v, w)
+}
+
 apart13(c, x, y) if definite(c, x, y)
 
 apart13(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart14([c[1], k], v, w)
 }
 
+apart13(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart14([c[1], j + i], v, w)
+}
+
 apart14(c, x, y) if definite(c, x, y)
 
 apart14(c, x, y) if {
+	not long_array(x)
 	some k, v in x
 	w := y[k]
 	v != w
 	apart15([c[1], k], v, w)
 }
 
+apart14(c, x, y) if {
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
+	v != w
+	apart15([c[1], j + i], v, w)
+}
+
 apart15(c, x, y) if definite(c, x, y)
+
+# METADATA
+# title: chunk
+# description: >-
+#   Lists longer than this are compared a chunk at a time: an equal chunk is passed over in one comparison, so a
+#   long list that differs in a few entries costs a comparison per chunk, not an evaluation step per entry.
+chunk := 128
+
+long_array(x) if {
+	is_array(x)
+	count(x) > chunk
+}
+
+# METADATA
+# title: differing_chunks
+# description: >-
+#   The first index of each chunk in which two long lists of the same length differ (empty for anything else).
+differing_chunks(x, y) := {j |
+	long_array(x)
+	is_array(y)
+	count(x) == count(y)
+	some j in numbers.range_step(0, count(x) - 1, chunk)
+	array.slice(x, j, j + chunk) != array.slice(y, j, j + chunk)
+}
 
 # x and y (known to differ) differ whatever normalization does: two lists of different lengths, or two
 # non-null scalars that are not a quantity (a quantity may be spelled two ways).
@@ -215,7 +374,7 @@ definite(c, x, y) if {
 # [context, x, y] of the entries of two objects, or of two lists of the same length, that differ
 # (absent and null alike). The context is the last two keys of the path, indices as null: only keys
 # matter to quantity_path, and equal differences in different list entries become one pair.
-differing_children(pairs) := ({[[c[1], k], v, w] |
+differing_children(pairs) := (({[[c[1], k], v, w] |
 	some [c, x, y] in pairs
 	is_object(x)
 	is_object(y)
@@ -231,10 +390,17 @@ differing_children(pairs) := ({[[c[1], k], v, w] |
 }) | {[[c[1], null], v, w] |
 	some [c, x, y] in pairs
 	is_array(x)
+	not long_array(x)
 	is_array(y)
 	count(x) == count(y)
 	some i, v in x
 	w := y[i]
+	v != w
+}) | {[[c[1], null], v, w] |
+	some [c, x, y] in pairs
+	some j in differing_chunks(x, y)
+	some i, v in array.slice(x, j, j + chunk)
+	w := y[j + i]
 	v != w
 }
 

@@ -122,3 +122,45 @@ test_apart_follows_sixteen_levels if {
 	not apart([deep(1)], [deep(2)])
 	not same([deep(1)], [deep(2)])
 }
+
+long_list(n) := [{"name": sprintf("job-%d", [i])} | some i in numbers.range(0, n - 1)]
+
+with_entry(list, i, entry) := array.concat(array.concat(array.slice(list, 0, i), [entry]), array.slice(list, i + 1, count(list)))
+
+test_long_lists_differ_in_their_last_entry if {
+	list := long_list(1000)
+	changed := with_entry(list, 999, {"name": "other"})
+	count(differing_chunks(list, changed)) == 1
+	apart(list, changed)
+	not same(list, changed)
+}
+
+test_long_lists_equal_up_to_null_are_the_same if {
+	list := long_list(1000)
+	padded := with_entry(with_entry(list, 3, {"name": "job-3", "env": null}), 700, {"name": "job-700", "env": []})
+	differing_chunks(list, padded) == {0, 640}
+	not apart(list, padded)
+	same(list, padded)
+}
+
+test_a_long_list_apart_after_a_difference_normalization_removes if {
+	list := long_list(1000)
+	changed := with_entry(with_entry(list, 3, {"name": "job-3", "env": null}), 900, {"name": "other"})
+	apart(list, changed)
+	not same(list, changed)
+}
+
+test_long_lists_of_a_quantity_compare_by_value if {
+	list := [{"requests": {"cpu": "1"}} | some _ in numbers.range(1, 300)]
+	spelled := with_entry(list, 299, {"requests": {"cpu": "1000m"}})
+	not apart(list, spelled)
+	same(list, spelled)
+	not same(list, with_entry(list, 299, {"requests": {"cpu": "2"}}))
+}
+
+test_a_long_list_with_a_key_on_one_side_only_is_not_the_same if {
+	list := long_list(1000)
+	changed := with_entry(list, 900, {"name": "job-900", "x": "y"})
+	not apart(list, changed) # apart follows keys both sides have
+	not same(list, changed)
+}

@@ -26,7 +26,7 @@
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.1.5
+#   version: 1.2.0
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -202,14 +202,14 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 # METADATA
 # title: missing_containers
 # description: >-
-#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), for
-#   both checks below. The pairs an override names are collected into a set and the runtime's taken away in one
+#   [job, list] for each (init)container an override names that the runtime's existing job lacks (before merging),
+#   for both checks below. The pairs an override names are collected into a set and the runtime's taken away in one
 #   set difference (a membership test per item costs several times more); an item without a name (or not an
-#   object) names nothing and is missing.
+#   object) names nothing and is missing. Jobs the runtime lacks are absent_missing's.
 missing_containers := {[job, list] |
 	some [job, pod] in checked_targets
+	known := job_container_names[job] # a job the runtime lacks stops here (see absent_missing)
 	names := pod_names[pod]
-	known := object.get(job_container_names, [job], set())
 	names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
 	names[list] - known != set()
@@ -223,6 +223,61 @@ missing_containers := {[job, list] |
 	some [job, pod] in checked_targets
 	some item in pod[list]
 	not item.name
+}
+
+# METADATA
+# title: absent_jobs
+# description: >-
+#   The jobs override entries target that the runtime lacks (v2.0, v2.1: upstream does not `continue` after a
+#   missing targetJob, so the entry's container overrides are also reported against the job's empty containers).
+#   Runtime patches skip them.
+absent_jobs := set() if {
+	runtime_patches
+} else := target_jobs - job_names
+
+# METADATA
+# title: absent_missing
+# description: >-
+#   The absent jobs whose targets override `list`: none when no overriding pod sets the list, all of them when every
+#   one does (one set, however many jobs: a TrainJob can name tens of thousands), else target by target.
+absent_missing(list) := set() if {
+	every pod in pods {
+		pod_names[pod][list] == set()
+	}
+} else := absent_jobs if {
+	every pod in pods {
+		pod_names[pod][list] != set()
+	}
+} else := {job |
+	some [job, pod] in checked_targets
+	absent_jobs[job]
+	pod_names[pod][list] != set()
+}
+
+container_nouns := {"initContainers": "initContainer", "containers": "container"}
+
+# METADATA
+# title: missing_reports
+# description: For each list, the jobs it is missing from (see reported).
+missing_reports := {list: reported(jobs) |
+	some list, _ in container_nouns
+	jobs := {job | some [job, missing_list] in missing_containers; missing_list == list} | absent_missing(list)
+}
+
+# METADATA
+# title: report_limit
+# description: >-
+#   The most jobs one check names a violation each, the first in sorted order; one more violation counts the rest.
+#   targetJobs has no maxItems up to v2.1, so a TrainJob can name tens of thousands of missing or repeated jobs:
+#   upstream returns an error for each, but reporting each takes longer than Gatekeeper's webhook timeout, after
+#   which the webhook's failure policy admits the request.
+report_limit := 100
+
+# METADATA
+# title: reported
+# description: The first report_limit of `jobs` in sorted order (`named`), and how many are left (`more`).
+reported(jobs) := {"named": array.slice(sorted, 0, report_limit), "more": count(sorted) - report_limit} if {
+	sorted := sort(jobs)
 }
 
 # METADATA
@@ -428,20 +483,21 @@ violation contains v if {
 # METADATA
 # title: override_targets
 # description: >-
-#   One [job, pod] per targetJob of each override entry, the pod being the entry without its targetJobs
+#   One [job, pod] per distinct targetJobs item of each override entry (a list may name one job thousands of
+#   times: each distinct item is looked at once), the pod being the entry without its targetJobs
 #   (podSpecOverrides) or its spec (podTemplateOverrides); a targetJob without a name (or not an object) targets
 #   the job null.
 override_targets := [[job, pod] |
 	some entry in entries
 	is_object(entry)
 	pod := object.remove(entry, ["targetJobs"])
-	some target_job in entry.targetJobs
+	some target_job in {item | some item in entry.targetJobs}
 	job := object.get({"target": target_job}, ["target", "name"], null)
 ] if {
 	profile.override_field == "podSpecOverrides"
 } else := [[job, pod] |
 	some entry in entries
-	some target_job in entry.targetJobs
+	some target_job in {item | some item in entry.targetJobs}
 	pod := object.get(entry, "spec", {})
 	job := object.get({"target": target_job}, ["target", "name"], null)
 ]
@@ -453,13 +509,46 @@ quoted(value) := sprintf("%v", [value]) if not is_string(value)
 # METADATA
 # title: duplicate_jobs
 # description: >-
-#   The targetJob names seen more than once over all entries. Sorted, a name's later occurrences follow
-#   its first, so one pass finds them (a pairwise search was quadratic: 1,500 repeated targets took minutes).
-duplicate_jobs := {job |
+#   The targetJob names listed more than once over all entries: in two entries or by two distinct items of one
+#   entry (sorted, a name's later occurrences follow its first, so one pass finds them: a pairwise search was
+#   quadratic, 1,500 repeated targets took minutes), or by one item an entry repeats (repeated_names).
+duplicate_jobs := named_twice | repeated_names
+
+named_twice := set() if {
+	count(targets) == count(target_jobs)
+} else := {job |
 	sorted := sort([job | some [job, _] in targets])
 	some k, job in sorted
 	k > 0
 	sorted[k - 1] == job
+}
+
+# METADATA
+# title: repeated_names
+# description: The names of the targetJobs items an entry lists more than once (see repeated_items).
+repeated_names := {name |
+	some item in repeated_items
+	name := object.get({"target": item}, ["target", "name"], null)
+}
+
+# METADATA
+# title: repeated_items
+# description: >-
+#   The targetJobs items an entry lists more than once. Only a list longer than its set of items is sorted; the
+#   sorted list is then compared with itself shifted by one, which finds the repeats in one pass of one comparison
+#   per item.
+repeated_items contains item if {
+	some entry in entries
+	is_object(entry)
+	listed := entry.targetJobs
+	is_array(listed)
+	count(listed) > 1
+	count(listed) > count({item | some item in listed})
+	sorted := sort(listed)
+	n := count(sorted)
+	before := array.slice(sorted, 0, n - 1)
+	some k, item in array.slice(sorted, 1, n)
+	item == before[k]
 }
 
 # METADATA
@@ -469,9 +558,22 @@ violation contains v if {
 	settings.duplicate_target_check
 	checked
 	lookup.found
-	some job in duplicate_jobs
+	some job in duplicate_report.named
 	v := violations.make(field, "Duplicate", quoted(job))
 }
+
+# METADATA
+# title: more duplicate targets
+# description: One Duplicate that counts the repeated names beyond report_limit (v2.0).
+violation contains v if {
+	settings.duplicate_target_check
+	checked
+	lookup.found
+	duplicate_report.more > 0
+	v := violations.make(field, "Duplicate", sprintf("%d more targetJob names listed more than once (the first %d are named)", [duplicate_report.more, report_limit]))
+}
+
+duplicate_report := reported(duplicate_jobs)
 
 # METADATA
 # title: target missing
@@ -479,28 +581,33 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some _ in (target_jobs - job_names) # one violation, however many jobs are missing
+	target_jobs - job_names != set() # one violation, however many jobs are missing (not one evaluation per job)
 	v := violations.make(field, "Invalid", missing_target_detail)
 }
 
 # METADATA
-# title: initContainer missing
-# description: Invalid when an initContainer override names no (init)container of the runtime's job (before merging).
+# title: container missing
+# description: >-
+#   Invalid when an initContainer (container) override names no (init)container of the runtime's job (before
+#   merging), one violation per job.
 violation contains v if {
 	checked
 	lookup.found
-	some [job, "initContainers"] in missing_containers
-	v := violations.make(field, "Invalid", sprintf("must not have initContainer that doesn't exist in the runtime job %v", [job]))
+	some list, noun in container_nouns
+	some job in missing_reports[list].named
+	v := violations.make(field, "Invalid", sprintf("must not have %s that doesn't exist in the runtime job %v", [noun, job]))
 }
 
 # METADATA
-# title: container missing
-# description: Invalid when a container override names no (init)container of the runtime's job (before merging).
+# title: more containers missing
+# description: One Invalid that counts the jobs beyond report_limit that an (init)container override does not fit.
 violation contains v if {
 	checked
 	lookup.found
-	some [job, "containers"] in missing_containers
-	v := violations.make(field, "Invalid", sprintf("must not have container that doesn't exist in the runtime job %v", [job]))
+	some list, noun in container_nouns
+	more := missing_reports[list].more
+	more > 0
+	v := violations.make(field, "Invalid", sprintf("must not have %s that doesn't exist in the runtime job: %d more jobs (the first %d are named)", [noun, more, report_limit]))
 }
 
 # METADATA

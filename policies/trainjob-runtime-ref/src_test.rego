@@ -40,10 +40,25 @@ test_a_manager_is_a_domain_prefixed_path if {
 	path("example.com/a/b") == "a/b"
 }
 
-test_duplicate_targets_are_found_in_one_pass if {
-	duplicate_jobs == {"node"} with data.trainertrainjobruntimeref.targets as [["node", {}], ["launcher", {}], ["node", {}]]
+test_duplicate_targets_are_found_however_they_repeat if {
+	listed := [
+		{"targetJobs": [{"name": "node"}, {"name": "launcher"}]},
+		{"targetJobs": [{"name": "node"}]}, # in two entries
+		{"targetJobs": [{"name": "a"}, {"name": "a", "x": 1}]}, # two distinct items of one name
+		{"targetJobs": [{"name": "b"}, {"name": "c"}, {"name": "b"}, {"name": "b"}]}, # one item repeated
+		{"targetJobs": ["d", "d"]}, # items without a name name null
+		{"targetJobs": [{"name": "e"}, {"name": "f"}]},
+	]
+	listed_targets := override_targets with entries as listed # v2.2+ run this test with runtime patches
+	duplicate_jobs == {"node", "a", "b", null} with entries as listed with targets as listed_targets
 	quoted("node") == `"node"`
 	quoted(3) == "3"
+}
+
+test_targets_name_each_job_of_an_entry_once if {
+	listed := [{"targetJobs": [{"name": "b"}, {"name": "b"}, "x", {"name": "b"}]}, {"targetJobs": "b"}, "b", {}]
+	{job | some [job, _] in override_targets} == {"b", null} with entries as listed
+	count(override_targets) == 2 with entries as listed
 }
 
 test_a_missing_runtime_stops_every_other_check if {
@@ -74,4 +89,63 @@ test_container_checks_hold_where_runtime_job_names_repeat if {
 	count(container_missing(violation)) == 0 with input as request_of(node_override) with data.inventory as inventory
 	count(container_missing(violation)) == 1 with input as request_of(node_override)
 		with data.inventory as runtime_with([job_with("node", ["other"]), job_with("node", ["other"])])
+}
+
+# One override of each of `jobs` with the containers `containers`, in the shape of the profile's override list.
+overrides_for(jobs, containers) := [{
+	"manager": "example.com/kueue",
+	"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+		"name": job,
+		"template": {"spec": {"template": {"spec": {"containers": [{"name": c} | some c in containers]}}}},
+	} |
+		some job in jobs
+	]}}},
+}] if {
+	runtime_patches
+} else := [{"targetJobs": [{"name": job} | some job in jobs], "spec": {"containers": [{"name": c} | some c in containers]}}] if {
+	profile.override_field == "podTemplateOverrides"
+} else := [{"targetJobs": [{"name": job} | some job in jobs], "containers": [{"name": c} | some c in containers]}]
+
+test_jobs_a_container_is_missing_from_are_named_up_to_the_limit if {
+	jobs := [sprintf("job-%03d", [i]) | some i in numbers.range(1, 150)]
+	inventory := runtime_with([job_with(job, ["other"]) | some job in jobs])
+	found := container_missing(violation) with input as request_of(overrides_for(jobs, ["trainer"]))
+		with data.inventory as inventory
+	count(found) == report_limit + 1
+	some first in found
+	endswith(first.msg, "in the runtime job job-001")
+	not any_ends_with(found, "in the runtime job job-101") # after the first 100 in sorted order
+	some more in found
+	contains(more.msg, "doesn't exist in the runtime job: 50 more jobs (the first 100 are named)")
+}
+
+any_ends_with(found, suffix) if {
+	some v in found
+	endswith(v.msg, suffix)
+}
+
+# Runtime patches skip the jobs the runtime lacks; override entries check them against no containers.
+unless_patched(jobs) := set() if {
+	runtime_patches
+} else := jobs
+
+test_absent_jobs_are_found_in_one_set_or_target_by_target if {
+	inventory := runtime_with([job_with("node", ["trainer"])])
+	one := overrides_for(["a", "b", "node"], ["trainer"])
+	absent_missing("containers") == unless_patched({"a", "b"}) with input as request_of(one) with data.inventory as inventory
+	absent_missing("initContainers") == set() with input as request_of(one) with data.inventory as inventory
+	mixed := array.concat(one, overrides_for(["c"], [])) # c's override sets no containers: target by target
+	absent_missing("containers") == unless_patched({"a", "b"}) with input as request_of(mixed) with data.inventory as inventory
+	absent_jobs == unless_patched({"a", "b", "c"}) with input as request_of(mixed) with data.inventory as inventory
+}
+
+test_duplicate_targets_are_named_up_to_the_limit if {
+	names := [sprintf("job-%03d", [i]) | some i in numbers.range(1, 150)]
+	listed := [{"targetJobs": [{"name": name} | some name in array.concat(names, names)]}]
+	listed_targets := override_targets with entries as listed # v2.2+ run this test with runtime patches
+	report := duplicate_report with entries as listed with targets as listed_targets
+	count(report.named) == report_limit
+	report.named[0] == "job-001"
+	report.more == 50
+	named_twice == set() with entries as listed with targets as listed_targets # one entry: only its repeats
 }

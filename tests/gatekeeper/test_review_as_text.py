@@ -68,3 +68,15 @@ def test_a_failing_decode_is_an_error_not_an_undefined_builtin() -> None:
         assert lenient.evaluate(query, "{not json").bindings == []
         assert [f.builtin for f in lenient.take_failures()] == ["json.unmarshal"]
         lenient.close()
+
+
+def test_the_engine_reads_only_the_text_of_the_review_being_evaluated() -> None:
+    p = get_profile("v2.0")
+    review = request("CREATE", trainjob(p), None)
+    with GatekeeperRunner(load_policy_set([gatekeeper_bundle_dir("v2.0")])) as runner:
+        assert not runner.review(review).errors
+        assert runner.combined is not None
+        engine = runner.combined.engine
+        for number in (0, 1, 2):  # after its review, no number reads a text: not the last one, not a stale one
+            with pytest.raises(EngineError, match="review_text"):
+                engine.eval_query(f"x := data.{runner_module.DECODED_REVIEW}", {"review": number})

@@ -160,15 +160,20 @@ def review_text(review: dict[str, Any]) -> str | None:
 
 
 DECODED_REVIEW = "trainer_policy_runner.review"
+REVIEW_TEXT = "trainer_policy_runner.review_text"
+"""The host function that hands the engine the text of review `n` (the review numbered in input.review)."""
 DECODER = (
     "package trainer_policy_runner\n\n"
-    "# The review, sent as JSON text, decoded once per query: every template's `with input` reads this rule.\n"
-    "review := json.unmarshal(input.review)\n"
+    "# The review, handed over as JSON text, decoded once per query: every template's `with input` reads this rule.\n"
+    f"review := json.unmarshal({REVIEW_TEXT}(input.review))\n"
 )
 """The module that decodes a review sent as text (review_text); a complete rule, so it is evaluated once per query.
 Not a variable of a comprehension in the query (which would keep it out of the bindings sent back): there, a
 `with input as` value that reads input recursed until Go's stack limit aborted the process (OPA 1.20.2 in the
-bridge), while a flat query evaluates each `with` value before replacing input."""
+bridge), while a flat query evaluates each `with` value before replacing input.
+
+The text comes through a host function, not in the input: the bridge decodes an input with Go's encoding/json
+before OPA sees it, which for a 3 MiB review costs more than the host function's one string (docs/performance.md)."""
 
 
 class CombinedTemplates:
@@ -197,9 +202,11 @@ class CombinedTemplates:
         self._stored_inventory: str | None = None
         self._inventory: dict[str, Any] = {}
         self._inventory_in_store = False
+        self._text: tuple[int, str] = (0, "")
         try:
             if external_data is not None:
                 self.engine.register_builtin("external_data", external_data, arity=1)
+            self.engine.register_builtin(REVIEW_TEXT, self._review_text, arity=1)
             self.engine.add_module("trainer_policy_runner.rego", DECODER)
             loaded: set[str] = set()
             packages: set[str] = {"trainer_policy_runner"}
@@ -248,18 +255,29 @@ class CombinedTemplates:
             self._queries[key] = query
         return query
 
+    def _review_text(self, number: Any) -> str:
+        current, text = self._text
+        if number != current or not text:  # a review's text is never empty: "" is one already evaluated
+            raise EngineError(f"review {number} is not being evaluated")
+        return text
+
     def violations(
         self, review: dict[str, Any], batch: list[Constraint]
     ) -> tuple[list[list[dict[str, Any]]], list[PrintLine]]:
         text = review_text(review)
+        if text is not None:
+            self._text = (self._text[0] + 1, text)
         payload: dict[str, Any] = {
-            "review": review if text is None else text,
+            "review": review if text is None else self._text[0],
             "parameters": [c.parameters for c in batch],
         }
         if not self._inventory_in_store:
             payload["inventory"] = self._inventory
         kinds = tuple(c.kind for c in batch)
-        result = self.lenient.evaluate(lambda clause: self._query(kinds, clause, text is not None), payload)
+        try:
+            result = self.lenient.evaluate(lambda clause: self._query(kinds, clause, text is not None), payload)
+        finally:
+            self._text = (self._text[0], "")  # the text is not kept past its review
         bindings = result.bindings[0] if result.bindings else {}
         return [bindings.get(f"v{i}", []) for i in range(len(batch))], result.prints
 

@@ -18,6 +18,11 @@ Scenarios, per profile:
   1.4 MiB of replicated jobs; an UPDATE whose old object differs in every override and is not suspended (every
   override compared in depth): a review of about 3 MiB.
 - `size_bound_env`: a CREATE whose spec.trainer.env fills 1.4 MiB (torch runtime: the reserved-env check reads it).
+- `many_targets`: one override entry whose targetJobs (no maxItems up to v2.1) fill 1.4 MiB, naming a runtime's 100
+  jobs round robin (about 86,000 targets); an UPDATE whose old object renames the last target, so the comparison
+  of the overrides runs to the end of the list. v2.2+: 16 patches of 100 jobs (the CRD's most), the last renamed.
+- `missing_targets`: as many_targets, but every target names a job of its own that the runtime lacks (about 66,000),
+  and the override sets a container: up to v2.1 each job is also missing it, one error per job upstream.
 
 Each is measured beside the trivial one-rule template on the same request in the same run: its time is what
 converting the request into OPA values costs, which no policy can avoid (Gatekeeper converts it too).
@@ -144,10 +149,43 @@ def size_bound_env(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str
     return _review("CREATE", new, None), _runtime(1), count
 
 
+MANY_TARGETS_JOBS = 100
+"""The runtime jobs that many_targets names round robin."""
+
+
+def many_targets(p: Profile, scale: float, *, missing: bool = False) -> tuple[AdmissionRequest, dict[str, Any], int]:
+    def name(i: int) -> str:
+        return f"absent-{i}" if missing else f"worker-{i % MANY_TARGETS_JOBS}"
+
+    if p.override_field == "runtimePatches":
+        names = [[name(patch * PATCH_JOBS + i) for i in range(PATCH_JOBS)] for patch in range(PATCHES)]
+        names = names[: max(1, int(PATCHES * scale))]
+    else:
+        one = _size({"name": name(99999)}) + 1
+        count = max(2, int(OBJECT_BYTES * scale) // one)
+        names = [[name(i) for i in range(count)]]
+    renamed = [*names[:-1], [*names[-1][:-1], "worker-renamed"]]
+    pod = [container("node")] if missing else None
+    entries = [
+        {**override_entry(p, jobs, containers=pod), "manager": f"example.com/m{i}"} for i, jobs in enumerate(names)
+    ]
+    old_entries = [
+        {**override_entry(p, jobs, containers=pod), "manager": f"example.com/m{i}"} for i, jobs in enumerate(renamed)
+    ]
+    if p.override_field != "runtimePatches":  # a manager is a runtime patch's key only
+        for entry in (*entries, *old_entries):
+            del entry["manager"]
+    new = trainjob(p, trainer={"numNodes": 4}, overrides=entries, extra={"suspend": False})
+    old = trainjob(p, trainer={"numNodes": 4}, overrides=old_entries, extra={"suspend": False})
+    return _review("UPDATE", new, old), _runtime(MANY_TARGETS_JOBS), sum(len(jobs) for jobs in names)
+
+
 SCENARIOS: dict[str, Callable[[Profile, float], tuple[AdmissionRequest, dict[str, Any], int]]] = {
     "issue_5000x2000": issue_case,
     "size_bound_update": size_bound_update,
     "size_bound_env": size_bound_env,
+    "many_targets": many_targets,
+    "missing_targets": lambda p, scale: many_targets(p, scale, missing=True),
 }
 
 

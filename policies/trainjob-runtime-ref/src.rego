@@ -24,9 +24,12 @@
 #   not have replicated job that doesn't exist in the runtime job template`. v2.2+ check each patch's manager with
 #   apimachinery's IsDomainPrefixedPath at spec.runtimePatches.manager (messages read from apimachinery's validation
 #   code). The ClusterTrainingRuntime errors are reported at spec.runtimeRef, not upstream's `spec.RuntimeRef` typo.
+#   Where upstream returns one error per job (Duplicate, a missing initContainer or container), at most 100 jobs are
+#   named, the first in sorted order, and one more violation counts the rest: targetJobs has no maxItems up to
+#   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.2.0
+#   version: 1.2.1
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted

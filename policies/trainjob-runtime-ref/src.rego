@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.2.1
+#   version: 1.2.2
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -236,7 +236,12 @@ missing_containers := {[job, list] |
 #   Runtime patches skip them.
 absent_jobs := set() if {
 	runtime_patches
-} else := target_jobs - job_names
+} else := missing_jobs
+
+# METADATA
+# title: missing_jobs
+# description: The jobs the targets name that the runtime lacks.
+missing_jobs := target_jobs - job_names
 
 # METADATA
 # title: absent_missing
@@ -584,7 +589,7 @@ duplicate_report := reported(duplicate_jobs)
 violation contains v if {
 	checked
 	lookup.found
-	target_jobs - job_names != set() # one violation, however many jobs are missing (not one evaluation per job)
+	missing_jobs != set() # one violation, however many jobs are missing (not one evaluation per job)
 	v := violations.make(field, "Invalid", missing_target_detail)
 }
 

@@ -23,6 +23,12 @@ Scenarios, per profile:
   of the overrides runs to the end of the list. v2.2+: 16 patches of 100 jobs (the CRD's most), the last renamed.
 - `missing_targets`: as many_targets, but every target names a job of its own that the runtime lacks (about 66,000),
   and the override sets a container: up to v2.1 each job is also missing it, one error per job upstream.
+- `distinct_update`: as size_bound_update, but no two overrides are alike (an env value of each its own, as a
+  TrainJob whose overrides each set their own value): no pod can be read once for many.
+- `wide_entry`: a CREATE whose one override entry names every job of a 1.4 MiB runtime (about 7,000) and fills the
+  rest of 1.4 MiB with containers of its own (about 72,000; none is the runtime's): the product of the two is what
+  a check that compares each job with each container would take. v2.2+: 16 patches of 100 jobs, each with as many
+  containers as fit (at most 64).
 
 Each is measured beside the trivial one-rule template on the same request in the same run: its time is what
 converting the request into OPA values costs, which no policy can avoid (Gatekeeper converts it too).
@@ -77,18 +83,26 @@ def _jobs_for(size: int) -> int:
     return max(1, size // (one + 1))
 
 
-def _entries(p: Profile, count: int, jobs: int, env_value: str = "1") -> list[dict[str, Any]]:
-    """`count` overrides naming worker jobs round robin (v2.2+: packed into at most 16 patches of 100 jobs)."""
-    containers = [container("node"), container("sidecar", [{"name": "V", "value": env_value}])]
+def _entries(
+    p: Profile, count: int, jobs: int, env_value: str = "1", *, distinct: bool = False
+) -> list[dict[str, Any]]:
+    """`count` overrides naming worker jobs round robin (v2.2+: packed into at most 16 patches of 100 jobs);
+    `distinct`: each override's env value its own (v2.0, v2.1)."""
+
+    def containers(i: int) -> list[dict[str, Any]]:
+        value = f"{env_value}{i:05d}" if distinct else env_value
+        return [container("node"), container("sidecar", [{"name": "V", "value": value}])]
+
     if p.override_field != "runtimePatches":
         return [
-            override_entry(p, [f"worker-{i % jobs}"], containers=containers, init_containers=[container("setup")])
+            override_entry(p, [f"worker-{i % jobs}"], containers=containers(i), init_containers=[container("setup")])
             for i in range(count)
         ]
+    shared = containers(0)
     patches = []
     for patch in range(min(PATCHES, -(-count // PATCH_JOBS))):
         names = [f"worker-{(patch * PATCH_JOBS + i) % jobs}" for i in range(min(PATCH_JOBS, count - patch * 100))]
-        entry = override_entry(p, names, containers=containers, init_containers=[container("setup")])
+        entry = override_entry(p, names, containers=shared, init_containers=[container("setup")])
         entry["manager"] = f"example.com/m{patch}"
         patches.append(entry)
     return patches
@@ -118,13 +132,16 @@ def issue_case(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str, An
     return _review("UPDATE", new, old), _runtime(jobs), count
 
 
-def size_bound_update(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str, Any], int]:
+def size_bound_update(
+    p: Profile, scale: float, *, distinct: bool = False
+) -> tuple[AdmissionRequest, dict[str, Any], int]:
     size = int(OBJECT_BYTES * scale)
     jobs = _jobs_for(size)
-    one = _size(_entries(p, 1, jobs)[0]) if p.override_field != "runtimePatches" else None
+    one = _size(_entries(p, 1, jobs, distinct=distinct)[0]) if p.override_field != "runtimePatches" else None
     if one is not None:
         count = max(1, size // (one + 1))
-        entries, old_entries = _entries(p, count, jobs), _entries(p, count, jobs, env_value="2")
+        entries = _entries(p, count, jobs, distinct=distinct)
+        old_entries = _entries(p, count, jobs, env_value="2", distinct=distinct)
     else:  # 16 patches of 100 jobs, each job's pod with as many containers as the size allows (at most 64)
         count = PATCHES * PATCH_JOBS
         per_container = _size(container("c-99", [{"name": "V", "value": "1"}])) + 1
@@ -134,7 +151,12 @@ def size_bound_update(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[
             names = [f"worker-{(patch * PATCH_JOBS + i) % jobs}" for i in range(PATCH_JOBS)]
             for value, target in (("1", entries), ("2", old_entries)):
                 pod = [container(f"c-{k}", [{"name": "V", "value": value}]) for k in range(containers)]
-                target.append({**override_entry(p, names, containers=pod), "manager": f"example.com/m{patch}"})
+                entry = {**override_entry(p, names, containers=pod), "manager": f"example.com/m{patch}"}
+                if distinct:  # each job patch's first container an env value of its own
+                    for k, job_patch in enumerate(entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]):
+                        own = [container("c-0", [{"name": "V", "value": f"{value}{patch:02d}{k:02d}"}]), *pod[1:]]
+                        job_patch["template"]["spec"]["template"]["spec"] = {"containers": own}
+                target.append(entry)
         count *= containers
     new = trainjob(p, trainer={"numNodes": 4}, overrides=entries, extra={"suspend": False})
     old = trainjob(p, trainer={"numNodes": 4}, overrides=old_entries, extra={"suspend": False})
@@ -147,6 +169,34 @@ def size_bound_env(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str
     env = [{"name": f"VAR_{i}", "value": "x"} for i in range(count)]
     new = trainjob(p, trainer={"numNodes": 4, "numProcPerNode": 8, "env": env})
     return _review("CREATE", new, None), _runtime(1), count
+
+
+def wide_entry(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str, Any], int]:
+    size = int(OBJECT_BYTES * scale)
+    jobs = _jobs_for(size)
+    rt = _runtime(jobs)
+    per_container = _size({"name": "c-99999"}) + 1
+    if p.override_field == "runtimePatches":
+        count = PATCHES * PATCH_JOBS
+        containers = min(PATCH_CONTAINERS, max(1, size // (count * per_container)))
+        pod = [{"name": f"c-{k}"} for k in range(containers)]
+        entries = [
+            {
+                **override_entry(
+                    p, [f"worker-{(patch * PATCH_JOBS + i) % jobs}" for i in range(PATCH_JOBS)], containers=pod
+                ),
+                "manager": f"example.com/m{patch}",
+            }
+            for patch in range(PATCHES)
+        ]
+        elements = count * (1 + containers)
+    else:
+        names = [f"worker-{i}" for i in range(jobs)]
+        containers = max(1, (size - _size(names)) // per_container)
+        entries = [override_entry(p, names, containers=[{"name": f"c-{k}"} for k in range(containers)])]
+        elements = jobs + containers
+    new = trainjob(p, trainer={"numNodes": 4}, overrides=entries)
+    return _review("CREATE", new, None), rt, elements
 
 
 MANY_TARGETS_JOBS = 100
@@ -186,6 +236,8 @@ SCENARIOS: dict[str, Callable[[Profile, float], tuple[AdmissionRequest, dict[str
     "size_bound_env": size_bound_env,
     "many_targets": many_targets,
     "missing_targets": lambda p, scale: many_targets(p, scale, missing=True),
+    "distinct_update": lambda p, scale: size_bound_update(p, scale, distinct=True),
+    "wide_entry": wide_entry,
 }
 
 

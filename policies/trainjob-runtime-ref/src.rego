@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.2.2
+#   version: 1.3.0
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -82,20 +82,6 @@ checked if review.applies_to({"CREATE", "UPDATE"})
 lookup := runtime.lookup(trainjob)
 
 job_names := runtime.requested_job_names
-
-# METADATA
-# title: job_containers
-# description: >-
-#   [job name, (init)container name] of every container of the runtime template's jobs (before merging), built
-#   once where job names repeat (see unique_job_names): each container an override or initializer names is then
-#   looked up, not searched for in every job.
-job_containers := {[job.name, c] |
-	some job in runtime.requested_jobs
-	some list in ["initContainers", "containers"]
-	some container in job.template.spec.template.spec[list]
-	c := container.name
-	is_string(c)
-}
 
 specified := {"TrainingRuntime": "trainingRuntime", "ClusterTrainingRuntime": "clusterTrainingRuntime"}
 
@@ -206,9 +192,10 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 # title: missing_containers
 # description: >-
 #   [job, list] for each (init)container an override names that the runtime's existing job lacks (before merging),
-#   for both checks below. The pairs an override names are collected into a set and the runtime's taken away in one
-#   set difference (a membership test per item costs several times more); an item without a name (or not an
-#   object) names nothing and is missing. Jobs the runtime lacks are absent_missing's.
+#   for both checks below; an item without a name (or not an object) names nothing and is missing. Jobs the runtime
+#   lacks are absent_missing's. An override of one job: its distinct pod's names less the job's, as sets. An entry
+#   of several jobs (see wide_units): its names intersected with each job's, which looks at the smaller set only, so
+#   a pod of thousands of containers that targets thousands of jobs is not compared name by name with each job.
 missing_containers := {[job, list] |
 	some [job, pod] in checked_targets
 	known := job_container_names[job] # a job the runtime lacks stops here (see absent_missing)
@@ -216,16 +203,13 @@ missing_containers := {[job, list] |
 	names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
 	names[list] - known != set()
-} if {
-	unique_job_names
-} else := {[job, list] |
-	some list in ["initContainers", "containers"]
-	some [job, _] in (named_containers(list) - job_containers)
 } | {[job, list] |
+	some unit in wide_units
+	some job in (unit.jobs & job_names) # the jobs the runtime lacks are absent_missing's, however many
+	known := job_container_names[job]
 	some list in ["initContainers", "containers"]
-	some [job, pod] in checked_targets
-	some item in pod[list]
-	not item.name
+	names := unit[list]
+	count(names & known) != count(names)
 }
 
 # METADATA
@@ -246,13 +230,21 @@ missing_jobs := target_jobs - job_names
 # METADATA
 # title: absent_missing
 # description: >-
-#   The absent jobs whose targets override `list`: none when no overriding pod sets the list, all of them when every
-#   one does (one set, however many jobs: a TrainJob can name tens of thousands), else target by target.
-absent_missing(list) := set() if {
+#   The absent jobs whose overrides set `list`, those of one job and those of entries of several.
+absent_missing(list) := narrow_absent(list) | wide_absent(list)
+
+# METADATA
+# title: narrow_absent
+# description: >-
+#   The absent jobs whose overrides of one job set `list`: none when no job is absent or no such pod sets the list,
+#   all of theirs when every one does, else target by target.
+narrow_absent(list) := set() if {
+	absent_jobs == set()
+} else := set() if {
 	every pod in pods {
 		pod_names[pod][list] == set()
 	}
-} else := absent_jobs if {
+} else := absent_jobs & {job | some [job, _] in checked_targets} if {
 	every pod in pods {
 		pod_names[pod][list] != set()
 	}
@@ -260,6 +252,28 @@ absent_missing(list) := set() if {
 	some [job, pod] in checked_targets
 	absent_jobs[job]
 	pod_names[pod][list] != set()
+}
+
+# METADATA
+# title: wide_absent
+# description: >-
+#   The absent jobs that entries of several jobs target and whose pods set `list`: none when no job is absent or no
+#   such entry sets the list, all of theirs when every one does (one set, however many jobs: a TrainJob can name tens
+#   of thousands), else entry by entry.
+wide_absent(list) := set() if {
+	absent_jobs == set()
+} else := set() if {
+	every unit in wide_units {
+		unit[list] == set()
+	}
+} else := absent_jobs & union({unit.jobs | some unit in wide_units}) if {
+	every unit in wide_units {
+		unit[list] != set()
+	}
+} else := {job |
+	some unit in wide_units
+	unit[list] != set()
+	some job in (unit.jobs & absent_jobs)
 }
 
 container_nouns := {"initContainers": "initContainer", "containers": "container"}
@@ -291,9 +305,20 @@ reported(jobs) := {"named": array.slice(sorted, 0, report_limit), "more": count(
 # METADATA
 # title: pods
 # description: >-
-#   The distinct pods that the checked targets override: targets often repeat one pod (a TrainJob that overrides
-#   many jobs alike), and each pod's names are then collected once.
+#   The distinct pods that the checked overrides of one job override: they often repeat one pod (a TrainJob that
+#   overrides many jobs alike), and each pod's names are then collected once. An entry of several jobs is not
+#   among them (see wide_units).
 pods := {pod | some [_, pod] in checked_targets}
+
+# METADATA
+# title: env_pods
+# description: >-
+#   The pods the reserved-env check reads: each distinct pod of the overrides of one job, and each entry of several
+#   jobs that names a reserved container (the others' items are not read).
+env_pods := array.concat([pod | some pod in pods], [unit.pod |
+	some unit in wide_units
+	unit.containers & reserved_containers != set()
+])
 
 # METADATA
 # title: pod_names
@@ -318,16 +343,27 @@ unique_job_names if count(runtime.requested_job_names) == count(runtime.requeste
 # METADATA
 # title: job_container_names
 # description: >-
-#   The (init)container names of each runtime job that a target or an initializer names, by job name (only where
-#   job names are unique): a runtime's other jobs are passed over.
+#   The (init)container names of each runtime job that a target or an initializer names, by job name; a runtime's
+#   other jobs are passed over. Where job names repeat (a runtime the API server would not store), the jobs of one
+#   name pool their containers, gathered by one indexed comprehension (linear, not a search per name).
 job_container_names := {job.name: {c |
 	some list in ["initContainers", "containers"]
 	c := job.template.spec.template.spec[list][_].name # one ref walks the list
 	is_string(c)
 } |
-	unique_job_names
 	some job in runtime.requested_jobs
 	named_jobs[job.name]
+} if {
+	unique_job_names
+} else := {name: names |
+	some name in (named_jobs & job_names)
+	names := {c |
+		some job in runtime.requested_jobs
+		job.name == name
+		some list in ["initContainers", "containers"]
+		c := job.template.spec.template.spec[list][_].name
+		is_string(c)
+	}
 }
 
 named_jobs := target_jobs | {init.job | some init in configured_initializers}
@@ -336,18 +372,6 @@ named_jobs := target_jobs | {init.job | some init in configured_initializers}
 # title: has_container
 # description: The runtime's job `job` has an (init)container named `c` (before merging).
 has_container(job, c) if c in job_container_names[job]
-
-has_container(job, c) if {
-	not unique_job_names
-	[job, c] in job_containers
-}
-
-# [job, name] for each item of the list (initContainers or containers) that the checked targets override (where
-# job names repeat).
-named_containers(list) := {[job, item.name] |
-	some [job, pod] in checked_targets
-	some item in pod[list]
-}
 
 entries := list if {
 	list := object.get(trainjob, ["spec", profile.override_field], [])
@@ -361,6 +385,13 @@ entries := list if {
 #   override the job's: from runtime patches or from override entries. A pair refers to the request's values
 #   (nothing is copied or hashed per target), so every check below reads the pod's lists where they are.
 targets := patch_targets if {
+	runtime_patches
+} else := array.concat(override_targets, wide_targets)
+
+# METADATA
+# title: narrow_targets
+# description: The overrides of one job (see checked_targets).
+narrow_targets := patch_targets if {
 	runtime_patches
 } else := override_targets
 
@@ -390,13 +421,13 @@ target_jobs := {job | some [job, _] in targets}
 # METADATA
 # title: checked_targets
 # description: >-
-#   Runtime patches: the targets whose job exists (v2.2+ skips the container checks of a missing job with
-#   `continue`). Override entries: every target, also a missing one: upstream does not `continue` after a missing
-#   targetJob, so that entry's container overrides are also reported against the (empty) containers of the missing
-#   job.
-checked_targets := [t | some t in targets; t[0] in job_names] if {
+#   The overrides of one job that the container checks read. Runtime patches: the targets whose job exists (v2.2+
+#   skips the container checks of a missing job with `continue`). Override entries of one job: every one, also of a
+#   missing job: upstream does not `continue` after a missing targetJob, so that entry's container overrides are
+#   also reported against the (empty) containers of the missing job.
+checked_targets := [t | some t in narrow_targets; t[0] in job_names] if {
 	runtime_patches
-} else := targets
+} else := narrow_targets
 
 manager_path := "spec.runtimePatches.manager"
 
@@ -491,23 +522,65 @@ violation contains v if {
 # METADATA
 # title: override_targets
 # description: >-
-#   One [job, pod] per distinct targetJobs item of each override entry (a list may name one job thousands of
-#   times: each distinct item is looked at once), the pod being the entry without its targetJobs
+#   One [job, pod] per override entry whose targetJobs is one item, the pod being the entry without its targetJobs
 #   (podSpecOverrides) or its spec (podTemplateOverrides); a targetJob without a name (or not an object) targets
-#   the job null.
+#   the job null. Entries of several jobs are wide_units.
 override_targets := [[job, pod] |
 	some entry in entries
 	is_object(entry)
+	[target_job] := entry.targetJobs
 	pod := object.remove(entry, ["targetJobs"])
-	some target_job in {item | some item in entry.targetJobs}
 	job := object.get({"target": target_job}, ["target", "name"], null)
 ] if {
 	profile.override_field == "podSpecOverrides"
 } else := [[job, pod] |
 	some entry in entries
-	some target_job in {item | some item in entry.targetJobs}
+	is_object(entry)
+	[target_job] := entry.targetJobs
 	pod := object.get(entry, "spec", {})
 	job := object.get({"target": target_job}, ["target", "name"], null)
+]
+
+# METADATA
+# title: wide_units
+# description: >-
+#   The override entries whose targetJobs is not one item (v2.0, v2.1), each with its listed targetJobs, the distinct
+#   items among them (a list may name one job thousands of times: each distinct item is looked at once), the jobs
+#   they name (an item without a name, or not an object, targets the job null), its pod
+#   (the entry itself, podSpecOverrides, or its spec, podTemplateOverrides) and that pod's names by list (an item
+#   without a name, or not an object, names null, which no runtime container has). Such an entry's pod is read
+#   through its unit, never looked up in a set or as a key: that compares it with the one found, and doing so once
+#   per target would compare a pod of thousands of containers once for each of thousands of jobs.
+wide_units := [] if {
+	runtime_patches
+} else := [{"listed": listed, "items": items, "jobs": jobs, "pod": pod, "initContainers": init, "containers": main} |
+	some entry in entries
+	is_object(entry)
+	listed := object.get(entry, "targetJobs", [])
+	not one_item(listed)
+	items := {item | some item in listed}
+	items != set()
+	jobs := {object.get({"item": item}, ["item", "name"], null) | some item in items}
+	pod := wide_pod(entry)
+	init := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
+	main := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+]
+
+one_item(listed) if {
+	is_array(listed)
+	count(listed) == 1
+}
+
+wide_pod(entry) := entry if {
+	profile.override_field == "podSpecOverrides"
+} else := object.get(entry, "spec", {})
+
+# METADATA
+# title: wide_targets
+# description: One [job, pod] per job that an entry of several jobs names.
+wide_targets := [[job, unit.pod] |
+	some unit in wide_units
+	some job in unit.jobs
 ]
 
 quoted(value) := sprintf("%q", [value]) if is_string(value)
@@ -517,9 +590,9 @@ quoted(value) := sprintf("%v", [value]) if not is_string(value)
 # METADATA
 # title: duplicate_jobs
 # description: >-
-#   The targetJob names listed more than once over all entries: in two entries or by two distinct items of one
-#   entry (sorted, a name's later occurrences follow its first, so one pass finds them: a pairwise search was
-#   quadratic, 1,500 repeated targets took minutes), or by one item an entry repeats (repeated_names).
+#   The targetJob names listed more than once over all entries: in two entries (named_twice: sorted, a name's later
+#   occurrences follow its first, so one pass finds them; a pairwise search was quadratic, 1,500 repeated targets
+#   took minutes), or twice in one entry (repeated_names).
 duplicate_jobs := named_twice | repeated_names
 
 named_twice := set() if {
@@ -533,10 +606,19 @@ named_twice := set() if {
 
 # METADATA
 # title: repeated_names
-# description: The names of the targetJobs items an entry lists more than once (see repeated_items).
+# description: >-
+#   The names an entry lists more than once: by one item it repeats (repeated_items), or by two distinct items
+#   (sorted by name, as in named_twice).
 repeated_names := {name |
 	some item in repeated_items
 	name := object.get({"target": item}, ["target", "name"], null)
+} | {name |
+	some unit in wide_units
+	count(unit.items) > count(unit.jobs)
+	sorted := sort([object.get({"item": item}, ["item", "name"], null) | some item in unit.items])
+	some k, name in sorted
+	k > 0
+	sorted[k - 1] == name
 }
 
 # METADATA
@@ -546,12 +628,10 @@ repeated_names := {name |
 #   sorted list is then compared with itself shifted by one, which finds the repeats in one pass of one comparison
 #   per item.
 repeated_items contains item if {
-	some entry in entries
-	is_object(entry)
-	listed := entry.targetJobs
+	some unit in wide_units # one item cannot repeat
+	listed := unit.listed
 	is_array(listed)
-	count(listed) > 1
-	count(listed) > count({item | some item in listed})
+	count(listed) > count(unit.items)
 	sorted := sort(listed)
 	n := count(sorted)
 	before := array.slice(sorted, 0, n - 1)
@@ -624,7 +704,7 @@ violation contains v if {
 violation contains v if {
 	checked
 	lookup.found
-	some pod in pods # each distinct pod once
+	some pod in env_pods
 	some container in pod.containers
 	container.name in reserved_containers # undefined, like a missing name, where the item is not an object
 	env := object.get(container, "env", [])

@@ -49,16 +49,15 @@ test_duplicate_targets_are_found_however_they_repeat if {
 		{"targetJobs": ["d", "d"]}, # items without a name name null
 		{"targetJobs": [{"name": "e"}, {"name": "f"}]},
 	]
-	listed_targets := override_targets with entries as listed # v2.2+ run this test with runtime patches
-	duplicate_jobs == {"node", "a", "b", null} with entries as listed with targets as listed_targets
+	duplicate_jobs == {"node", "a", "b", null} with entries as listed with runtime_patches as false
 	quoted("node") == `"node"`
 	quoted(3) == "3"
 }
 
 test_targets_name_each_job_of_an_entry_once if {
 	listed := [{"targetJobs": [{"name": "b"}, {"name": "b"}, "x", {"name": "b"}]}, {"targetJobs": "b"}, "b", {}]
-	{job | some [job, _] in override_targets} == {"b", null} with entries as listed
-	count(override_targets) == 2 with entries as listed
+	{job | some [job, _] in targets} == {"b", null} with entries as listed with runtime_patches as false
+	count(targets) == 2 with entries as listed with runtime_patches as false
 }
 
 test_a_missing_runtime_stops_every_other_check if {
@@ -142,10 +141,32 @@ test_absent_jobs_are_found_in_one_set_or_target_by_target if {
 test_duplicate_targets_are_named_up_to_the_limit if {
 	names := [sprintf("job-%03d", [i]) | some i in numbers.range(1, 150)]
 	listed := [{"targetJobs": [{"name": name} | some name in array.concat(names, names)]}]
-	listed_targets := override_targets with entries as listed # v2.2+ run this test with runtime patches
-	report := duplicate_report with entries as listed with targets as listed_targets
+	report := duplicate_report with entries as listed with runtime_patches as false
 	count(report.named) == report_limit
 	report.named[0] == "job-001"
 	report.more == 50
-	named_twice == set() with entries as listed with targets as listed_targets # one entry: only its repeats
+	named_twice == set() with entries as listed with runtime_patches as false # one entry: only its repeats
+}
+
+test_jobs_of_one_name_pool_their_containers if {
+	inventory := runtime_with([job_with("node", ["a"]), job_with("node", ["b"]), job_with("launcher", ["c"])])
+	names := job_container_names with input as request_of(node_override) with data.inventory as inventory
+	names == {"node": {"a", "b"}}
+	has_container("node", "b") with input as request_of(node_override) with data.inventory as inventory
+}
+
+test_an_entry_of_several_jobs_is_checked_per_job_by_its_names if {
+	inventory := runtime_with([job_with("a", ["trainer"]), job_with("b", ["other"])])
+	wide := [{"targetJobs": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "containers": [{"name": "trainer"}, {}]}]
+	[unit] := wide_units with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides"
+	unit.containers == {"trainer", null}
+	found := missing_containers with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+	found == {["a", "containers"], ["b", "containers"]} # null is no container of a; c is absent_missing's
+	absent := absent_missing("containers") with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+	absent == {"c"}
 }

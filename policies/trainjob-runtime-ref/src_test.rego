@@ -170,3 +170,29 @@ test_an_entry_of_several_jobs_is_checked_per_job_by_its_names if {
 		with data.inventory as inventory
 	absent == {"c"}
 }
+
+test_absent_jobs_are_found_entry_by_entry_where_only_some_entries_set_the_list if {
+	inventory := runtime_with([job_with("node", ["trainer"])])
+	narrow := [{"targetJobs": [{"name": "a"}], "containers": [{"name": "x"}]}, {"targetJobs": [{"name": "b"}]}]
+	narrow_absent("containers") == {"a"} with entries as narrow with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+	wide := [
+		{"targetJobs": [{"name": "a"}, {"name": "b"}], "containers": [{"name": "x"}]},
+		{"targetJobs": [{"name": "c"}, {"name": "d"}]},
+	]
+	wide_absent("containers") == {"a", "b"} with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+}
+
+test_duplicates_beyond_the_limit_are_counted_in_one_violation if {
+	names := [sprintf("job-%03d", [i]) | some i in numbers.range(1, 150)]
+	listed := [{"targetJobs": [{"name": name} | some name in array.concat(names, names)]}]
+	found := [v |
+		some v in violation with entries as listed with runtime_patches as false
+			with input as request_of(node_override) with data.inventory as runtime_with([job_with("node", ["trainer"])])
+		contains(v.msg, "50 more targetJob names listed more than once")
+	]
+	count(found) == count({1 | settings.duplicate_target_check}) # v2.0 only
+}

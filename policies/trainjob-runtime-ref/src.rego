@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.3.0
+#   version: 1.3.1
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -191,19 +191,48 @@ reserved_containers := {"dataset-initializer", "model-initializer", "node"}
 # METADATA
 # title: missing_containers
 # description: >-
-#   [job, list] for each (init)container an override names that the runtime's existing job lacks (before merging),
-#   for both checks below; an item without a name (or not an object) names nothing and is missing. Jobs the runtime
-#   lacks are absent_missing's. An override of one job: its distinct pod's names less the job's, as sets. An entry
-#   of several jobs (see wide_units): its names intersected with each job's, which looks at the smaller set only, so
-#   a pod of thousands of containers that targets thousands of jobs is not compared name by name with each job.
-missing_containers := {[job, list] |
-	some [job, pod] in checked_targets
-	known := job_container_names[job] # a job the runtime lacks stops here (see absent_missing)
+#   [job, list] for each (init)container an override names that the runtime's job lacks (before merging), for both
+#   checks below; an item without a name (or not an object) names nothing and is missing. An override entry of one
+#   job (in_place_targets): item by item, where the entry carries it, a job the runtime lacks included. A runtime
+#   patch (deduped_targets): its distinct pod's names less the job's, as sets. An entry of several jobs (see
+#   wide_units): its names intersected with each job's, which looks at the smaller set only, so a pod of thousands
+#   of containers that targets thousands of jobs is not compared name by name with each job; the jobs it names that
+#   the runtime lacks are absent_missing's.
+missing_containers contains [job, list] if {
+	not alike
+	some [job, pod] in in_place_targets
+	known := job_container_names[job] # a job the runtime lacks: below
+	some list in ["initContainers", "containers"]
+	names := {object.get({"item": item}, ["item", "name"], null) | some item in pod[list]}
+	names - known != set()
+}
+
+missing_containers contains [job, list] if {
+	alike
+	some [job, _] in in_place_targets
+	known := job_container_names[job]
+	some list in ["initContainers", "containers"]
+	alike_names[list] - known != set()
+}
+
+missing_containers contains [job, list] if {
+	absent_jobs != set()
+	some [job, pod] in in_place_targets
+	absent_jobs[job]
+	some list in ["initContainers", "containers"]
+	_ = pod[list][_] # the list has an item
+}
+
+missing_containers contains [job, list] if {
+	some [job, pod] in deduped_targets
+	known := job_container_names[job]
 	names := pod_names[pod]
 	names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
 	names[list] - known != set()
-} | {[job, list] |
+}
+
+missing_containers contains [job, list] if {
 	some unit in wide_units
 	some job in (unit.jobs & job_names) # the jobs the runtime lacks are absent_missing's, however many
 	known := job_container_names[job]
@@ -230,29 +259,8 @@ missing_jobs := target_jobs - job_names
 # METADATA
 # title: absent_missing
 # description: >-
-#   The absent jobs whose overrides set `list`, those of one job and those of entries of several.
-absent_missing(list) := narrow_absent(list) | wide_absent(list)
-
-# METADATA
-# title: narrow_absent
-# description: >-
-#   The absent jobs whose overrides of one job set `list`: none when no job is absent or no such pod sets the list,
-#   all of theirs when every one does, else target by target.
-narrow_absent(list) := set() if {
-	absent_jobs == set()
-} else := set() if {
-	every pod in pods {
-		pod_names[pod][list] == set()
-	}
-} else := absent_jobs & {job | some [job, _] in checked_targets} if {
-	every pod in pods {
-		pod_names[pod][list] != set()
-	}
-} else := {job |
-	some [job, pod] in checked_targets
-	absent_jobs[job]
-	pod_names[pod][list] != set()
-}
+#   The absent jobs whose entries of several jobs set `list` (missing_containers finds those of one job).
+absent_missing(list) := wide_absent(list)
 
 # METADATA
 # title: wide_absent
@@ -303,22 +311,68 @@ reported(jobs) := {"named": array.slice(sorted, 0, report_limit), "more": count(
 }
 
 # METADATA
-# title: pods
+# title: in_place_targets
 # description: >-
-#   The distinct pods that the checked overrides of one job override: they often repeat one pod (a TrainJob that
-#   overrides many jobs alike), and each pod's names are then collected once. An entry of several jobs is not
-#   among them (see wide_units).
-pods := {pod | some [_, pod] in checked_targets}
+#   The overrides of one job whose items are read where each is, target by target: override entries (v2.0, v2.1),
+#   thousands of small ones in a large TrainJob, each carrying its own pod, so reading each is linear in the request.
+#   Collecting their distinct pods first hashed and compared each pod three times, which cost more than reading a
+#   few items where no two pods are alike (docs/performance.md, fifth round); where all are alike, see alike.
+in_place_targets := [] if {
+	runtime_patches
+} else := checked_targets
+
+# METADATA
+# title: alike
+# description: >-
+#   Every override of one job overrides one pod (a TrainJob that overrides many jobs alike): its names are then
+#   collected once. One comparison per target, and the first pod that differs ends the search.
+alike if {
+	[_, pod] := in_place_targets[0]
+	every target in in_place_targets {
+		target[1] == pod
+	}
+}
+
+# METADATA
+# title: alike_names
+# description: The names of the one pod of alike overrides, by list.
+alike_names := {list: names |
+	alike
+	pod := in_place_targets[0][1]
+	some list in ["initContainers", "containers"]
+	names := {object.get({"item": item}, ["item", "name"], null) | some item in pod[list]}
+}
+
+# METADATA
+# title: deduped_targets
+# description: >-
+#   The overrides of one job whose pods' names are collected once per distinct pod: runtime patches (v2.2+), at most
+#   16 x 100 job patches, where one pod of many containers repeated for each job is common.
+deduped_targets := checked_targets if {
+	runtime_patches
+} else := []
+
+# METADATA
+# title: pods
+# description: The distinct pods of deduped_targets.
+pods := {pod | some [_, pod] in deduped_targets}
 
 # METADATA
 # title: env_pods
 # description: >-
-#   The pods the reserved-env check reads: each distinct pod of the overrides of one job, and each entry of several
-#   jobs that names a reserved container (the others' items are not read).
-env_pods := array.concat([pod | some pod in pods], [unit.pod |
+#   The pods the reserved-env check reads: of each override of one job (each distinct pod of runtime patches), and
+#   of each entry of several jobs that names a reserved container (the others' items are not read).
+env_pods := array.concat(array.concat(in_place_pods, [pod | some pod in pods]), [unit.pod |
 	some unit in wide_units
 	unit.containers & reserved_containers != set()
 ])
+
+# METADATA
+# title: in_place_pods
+# description: The pods of in_place_targets, the one pod once where they are alike.
+in_place_pods := [in_place_targets[0][1]] if {
+	alike
+} else := [pod | some [_, pod] in in_place_targets]
 
 # METADATA
 # title: pod_names
@@ -349,7 +403,6 @@ unique_job_names if count(runtime.requested_job_names) == count(runtime.requeste
 job_container_names := {job.name: {c |
 	some list in ["initContainers", "containers"]
 	c := job.template.spec.template.spec[list][_].name # one ref walks the list
-	is_string(c)
 } |
 	some job in runtime.requested_jobs
 	named_jobs[job.name]
@@ -362,7 +415,6 @@ job_container_names := {job.name: {c |
 		job.name == name
 		some list in ["initContainers", "containers"]
 		c := job.template.spec.template.spec[list][_].name
-		is_string(c)
 	}
 }
 
@@ -527,18 +579,16 @@ violation contains v if {
 #   the job null. Entries of several jobs are wide_units.
 override_targets := [[job, pod] |
 	some entry in entries
-	is_object(entry)
 	[target_job] := entry.targetJobs
+	job := target_job.name
 	pod := object.remove(entry, ["targetJobs"])
-	job := object.get({"target": target_job}, ["target", "name"], null)
 ] if {
 	profile.override_field == "podSpecOverrides"
 } else := [[job, pod] |
 	some entry in entries
-	is_object(entry)
 	[target_job] := entry.targetJobs
+	job := target_job.name
 	pod := object.get(entry, "spec", {})
-	job := object.get({"target": target_job}, ["target", "name"], null)
 ]
 
 # METADATA
@@ -553,11 +603,13 @@ override_targets := [[job, pod] |
 #   per target would compare a pod of thousands of containers once for each of thousands of jobs.
 wide_units := [] if {
 	runtime_patches
+} else := [] if {
+	count(override_targets) == count(entries) # every entry names one job
 } else := [{"listed": listed, "items": items, "jobs": jobs, "pod": pod, "initContainers": init, "containers": main} |
 	some entry in entries
 	is_object(entry)
+	not one_named_target(entry)
 	listed := object.get(entry, "targetJobs", [])
-	not one_item(listed)
 	items := {item | some item in listed}
 	items != set()
 	jobs := {object.get({"item": item}, ["item", "name"], null) | some item in items}
@@ -566,9 +618,9 @@ wide_units := [] if {
 	main := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
 ]
 
-one_item(listed) if {
-	is_array(listed)
-	count(listed) == 1
+one_named_target(entry) if {
+	[target_job] := entry.targetJobs
+	_ = target_job.name # any value, false and null too
 }
 
 wide_pod(entry) := entry if {
@@ -706,9 +758,7 @@ violation contains v if {
 	lookup.found
 	some pod in env_pods
 	some container in pod.containers
-	container.name in reserved_containers # undefined, like a missing name, where the item is not an object
-	env := object.get(container, "env", [])
-	is_array(env)
-	count(env) > 0
+	reserved_containers[container.name] # undefined, like a missing name, where the item is not an object
+	_ = container.env[0] # env is a list, not empty
 	v := violations.make(field, "Invalid", "must not have envs for the dataset-initializer, model-initializer, node containers")
 }

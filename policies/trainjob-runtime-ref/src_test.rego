@@ -171,10 +171,10 @@ test_an_entry_of_several_jobs_is_checked_per_job_by_its_names if {
 	absent == {"c"}
 }
 
-test_absent_jobs_are_found_entry_by_entry_where_only_some_entries_set_the_list if {
+test_absent_jobs_are_found_by_the_entries_that_set_the_list if {
 	inventory := runtime_with([job_with("node", ["trainer"])])
 	narrow := [{"targetJobs": [{"name": "a"}], "containers": [{"name": "x"}]}, {"targetJobs": [{"name": "b"}]}]
-	narrow_absent("containers") == {"a"} with entries as narrow with runtime_patches as false
+	missing_containers == {["a", "containers"]} with entries as narrow with runtime_patches as false
 		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
 		with data.inventory as inventory
 	wide := [
@@ -195,4 +195,50 @@ test_duplicates_beyond_the_limit_are_counted_in_one_violation if {
 		contains(v.msg, "50 more targetJob names listed more than once")
 	]
 	count(found) == count({1 | settings.duplicate_target_check}) # v2.0 only
+}
+
+# One override of the job `job` whose containers are `items`, in the shape of the profile's override list.
+override_of(job, items) := {"manager": "example.com/kueue", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+	"name": job,
+	"template": {"spec": {"template": {"spec": {"containers": items}}}},
+}]}}}} if {
+	runtime_patches
+} else := {"targetJobs": [{"name": job}], "spec": {"containers": items}} if {
+	profile.override_field == "podTemplateOverrides"
+} else := {"targetJobs": [{"name": job}], "containers": items}
+
+test_each_item_of_an_override_of_one_job_is_checked if {
+	inventory := runtime_with([job_with("node", ["trainer"]), job_with("launcher", ["x"])])
+	overrides := [
+		override_of("node", [{"name": "trainer"}, {"name": "trainer"}]), # a name listed twice that the job has
+		override_of("launcher", [{"name": "x"}, {}]), # an item without a name
+		override_of("node", [{"name": "trainer"}, "trainer"]), # an item that is not an object
+		override_of("ghost", [{"name": "x"}]), # a job the runtime lacks
+	]
+	found := missing_containers with input as request_of(overrides) with data.inventory as inventory
+	found == {["launcher", "containers"], ["node", "containers"]} | unless_patched({["ghost", "containers"]})
+}
+
+test_a_repeated_pod_of_runtime_patches_is_read_once if {
+	inventory := runtime_with([job_with("a", ["trainer"]), job_with("b", ["other"])])
+	overrides := overrides_for(["a", "b"], ["trainer"])
+	found := missing_containers with input as request_of(overrides) with data.inventory as inventory
+	found == {["b", "containers"]}
+	count(pods) == count({1 | runtime_patches}) with input as request_of(overrides) with data.inventory as inventory
+}
+
+test_alike_overrides_of_one_job_are_read_once if {
+	inventory := runtime_with([job_with("node", ["trainer"]), job_with("launcher", ["x"])])
+	items := [{"name": "trainer"}, {"name": "trainer"}]
+	overrides := [override_of("node", items), override_of("launcher", items), override_of("ghost", items)]
+	found := missing_containers with input as request_of(overrides) with data.inventory as inventory
+	found == {["launcher", "containers"]} | unless_patched({["ghost", "containers"]})
+	count({1 | alike}) == count({1 | not runtime_patches}) with input as request_of(overrides)
+		with data.inventory as inventory
+	unnamed := [override_of("node", [{}]), override_of("node", [{}])]
+	missing_containers == {["node", "containers"]} with input as request_of(unnamed) with data.inventory as inventory
+	reserved := [override_of("node", [{"name": "node", "env": [{"name": "A"}]}]), override_of("launcher", [{"name": "x"}])]
+	not alike with input as request_of(reserved) with data.inventory as inventory
+	count(in_place_pods) == 2 * count({1 | not runtime_patches}) with input as request_of(reserved)
+		with data.inventory as inventory
 }

@@ -11,7 +11,7 @@
 #   suspended'; upstream's CEL has no such condition).
 # custom:
 #   id: trainjob-immutable-fields
-#   version: 1.3.1
+#   version: 1.3.2
 #   specSection: E8
 #   rationale: >-
 #     The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the
@@ -78,7 +78,7 @@ patch_jobs(patch) := review.array(review.get(patch, ["trainingRuntimeSpec", "tem
 
 # The job's pod spec, undefined where it is not an object (then none of its fields is set).
 pod(job) := spec if {
-	spec := review.get(job, ["template", "spec", "template", "spec"], null)
+	spec := job.template.spec.template.spec # undefined where job is not an object
 	is_object(spec)
 }
 
@@ -107,7 +107,7 @@ old_patch_positions := positions(old_managers)
 #   The name of each job of `jobs` by position; a job without a name (or not an object) is left out.
 job_names(jobs) := {x: name |
 	some x, job in jobs
-	name := review.get(job, ["name"], null)
+	name := job.name
 	name != null
 }
 
@@ -131,7 +131,7 @@ violation contains v if {
 	old_jobs := patch_jobs(old_patch)
 	old_positions := positions(job_names(old_jobs))
 	some j, new_job in patch_jobs(new_patch)
-	job_name := review.get(new_job, ["name"], null)
+	job_name := new_job.name
 	job_name != null
 	some x in old_positions[job_name]
 	old_job := old_jobs[x]

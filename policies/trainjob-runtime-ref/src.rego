@@ -211,6 +211,7 @@ missing_containers contains [job, list] if {
 	alike
 	some [job, _] in in_place_targets
 	known := job_container_names[job]
+	alike_names.all - known != set() # a valid target stops here
 	some list in ["initContainers", "containers"]
 	alike_names[list] - known != set()
 }
@@ -327,20 +328,23 @@ in_place_targets := [] if {
 #   Every override of one job overrides one pod (a TrainJob that overrides many jobs alike): its names are then
 #   collected once. One comparison per target, and the first pod that differs ends the search.
 alike if {
-	[_, pod] := in_place_targets[0]
+	[_, first] := in_place_targets[0]
+	init := object.get(first, "initContainers", null) # the lists are all the checks read of a pod
+	main := object.get(first, "containers", null)
 	every target in in_place_targets {
-		target[1] == pod
+		object.get(target[1], "initContainers", null) == init
+		object.get(target[1], "containers", null) == main
 	}
 }
 
 # METADATA
 # title: alike_names
 # description: The names of the one pod of alike overrides, by list.
-alike_names := {list: names |
+alike_names := {"initContainers": init, "containers": main, "all": init | main} if {
 	alike
 	pod := in_place_targets[0][1]
-	some list in ["initContainers", "containers"]
-	names := {object.get({"item": item}, ["item", "name"], null) | some item in pod[list]}
+	init := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
+	main := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
 }
 
 # METADATA
@@ -574,14 +578,14 @@ violation contains v if {
 # METADATA
 # title: override_targets
 # description: >-
-#   One [job, pod] per override entry whose targetJobs is one item, the pod being the entry without its targetJobs
-#   (podSpecOverrides) or its spec (podTemplateOverrides); a targetJob without a name (or not an object) targets
-#   the job null. Entries of several jobs are wide_units.
+#   One [job, pod] per override entry whose targetJobs is one item that has a name, the pod being the entry itself
+#   (podSpecOverrides; nothing is copied per entry) or its spec (podTemplateOverrides). Other entries of one or
+#   several jobs are wide_units.
 override_targets := [[job, pod] |
 	some entry in entries
 	[target_job] := entry.targetJobs
 	job := target_job.name
-	pod := object.remove(entry, ["targetJobs"])
+	pod := entry # the checks read its (init)containers only
 ] if {
 	profile.override_field == "podSpecOverrides"
 } else := [[job, pod] |

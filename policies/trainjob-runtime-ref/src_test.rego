@@ -7,17 +7,17 @@ train_job(overrides) := {"metadata": {"namespace": "team-a", "name": "job"}, "sp
 request_of(overrides) := {"review": {"operation": "CREATE", "object": train_job(overrides)}}
 
 # One override of the job `node` with a container named `trainer`, in the shape of the profile's override list.
-node_override := [{
-	"manager": "example.com/kueue",
-	"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
-		"name": "node",
-		"template": {"spec": {"template": {"spec": {"containers": [{"name": "trainer"}]}}}},
-	}]}}},
-}] if {
+node_override := [override_of("node", [{"name": "trainer"}])]
+
+# One override of the job `job` whose containers are `items`, in the shape of the profile's override list.
+override_of(job, items) := {"manager": "example.com/kueue", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+	"name": job,
+	"template": {"spec": {"template": {"spec": {"containers": items}}}},
+}]}}}} if {
 	runtime_patches
-} else := [{"targetJobs": [{"name": "node"}], "spec": {"containers": [{"name": "trainer"}]}}] if {
+} else := {"targetJobs": [{"name": job}], "spec": {"containers": items}} if {
 	profile.override_field == "podTemplateOverrides"
-} else := [{"targetJobs": [{"name": "node"}], "containers": [{"name": "trainer"}]}]
+} else := {"targetJobs": [{"name": job}], "containers": items}
 
 test_targets_read_the_profile_s_override_list if {
 	[[job, pod]] := targets with input as request_of(node_override)
@@ -196,16 +196,6 @@ test_duplicates_beyond_the_limit_are_counted_in_one_violation if {
 	]
 	count(found) == count({1 | settings.duplicate_target_check}) # v2.0 only
 }
-
-# One override of the job `job` whose containers are `items`, in the shape of the profile's override list.
-override_of(job, items) := {"manager": "example.com/kueue", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
-	"name": job,
-	"template": {"spec": {"template": {"spec": {"containers": items}}}},
-}]}}}} if {
-	runtime_patches
-} else := {"targetJobs": [{"name": job}], "spec": {"containers": items}} if {
-	profile.override_field == "podTemplateOverrides"
-} else := {"targetJobs": [{"name": job}], "containers": items}
 
 test_each_item_of_an_override_of_one_job_is_checked if {
 	inventory := runtime_with([job_with("node", ["trainer"]), job_with("launcher", ["x"])])

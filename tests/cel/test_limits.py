@@ -6,6 +6,7 @@ ValidatingAdmissionPolicy binding gets ten times as much) while CEL still equals
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -138,3 +139,56 @@ def test_large_objects_stay_within_gatekeepers_budget_and_cel_equals_rego(profil
 
 
 LARGEST: dict[str, int] = {}
+
+
+OBJECT_BYTES = int(1.4 * 1024 * 1024)
+"""A runtime a little under etcd's 1.5 MiB (the rest of a stored object is metadata)."""
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _runtime_of(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "big"},
+        "spec": {"template": {"spec": {"replicatedJobs": jobs}}},
+    }
+
+
+def _plain_job(i: int) -> dict[str, Any]:
+    return {"name": f"worker-{i}", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}}
+
+
+def _trainer_job(i: int, replicas: int, container: str) -> dict[str, Any]:
+    return {
+        "name": f"trainer-{i}",
+        "replicas": replicas,
+        "template": {
+            "metadata": {"labels": {ANCESTOR: "trainer"}},
+            "spec": {"template": {"spec": {"containers": [{"name": container}]}}},
+        },
+    }
+
+
+def _as_many_as_fit(make: Any) -> list[dict[str, Any]]:
+    one = len(json.dumps(make(99999), separators=(",", ":"))) + 1
+    return [make(i) for i in range(OBJECT_BYTES // one)]
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_runtimes_as_large_as_etcd_stores_are_judged_within_gatekeepers_budget(profile):
+    """JobSet sets no maxItems on replicatedJobs, so a runtime holds as many jobs as 1.4 MiB allows. A valid one of
+    plain jobs (about 16,000) is admitted: running out of the budget would deny it. Reserved jobs with 2 replicas and
+    without their container are reported within the budget by the thousand (the slots report 8), not running out
+    after a few dozen; 3,000 valid trainer-labelled jobs (each read to its containers) fit too."""
+    rules = {rule.id: rule for rule, _ in cel_rules()}
+    plain = _runtime_of(_as_many_as_fit(_plain_job))
+    invalid = _runtime_of([_trainer_job(i, 2, "sidecar") for i in range(1000)])
+    labelled = _runtime_of([_trainer_job(i, 1, "node") for i in range(3000)])
+    assert len(plain["spec"]["template"]["spec"]["replicatedJobs"]) > 15000
+    reviews = [_review("CREATE", runtime, None) for runtime in (plain, invalid, labelled)]
+    batch = [(rules["runtime-reserved-replicas"], review, None) for review in reviews]
+    before, TALLY.max_cost = TALLY.truncated, 0
+    assert differences(profile, batch) == []
+    assert TALLY.truncated == before + 1  # the invalid one: 1,000 or 2,000 violations, 8 reported
+    assert 0 < TALLY.max_cost <= gatekeeper.PER_CALL_LIMIT

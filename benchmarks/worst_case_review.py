@@ -29,6 +29,9 @@ Scenarios, per profile:
   rest of 1.4 MiB with containers of its own (about 72,000; none is the runtime's): the product of the two is what
   a check that compares each job with each container would take. v2.2+: 16 patches of 100 jobs, each with as many
   containers as fit (at most 64).
+- `runtime_update`: a ClusterTrainingRuntime UPDATE of two 1.4 MiB objects (JobSet puts no maxItems on
+  replicatedJobs), every job (about 6,000) labelled as the trainer with 2 replicas and no `node` container: each
+  breaks the reserved-replicas check and, from v2.1, the required-container check.
 
 Each is measured beside the trivial one-rule template on the same request in the same run: its time is what
 converting the request into OPA values costs, which no policy can avoid (Gatekeeper converts it too).
@@ -48,6 +51,7 @@ from typing import Any
 from benchmarks.common import max_rss_mib, write_result
 from benchmarks.trivial_baseline import FIXTURE
 from kubeflow_trainer_policy.catalog.trainjob_fixtures import container, job, override_entry, runtime, trainjob
+from kubeflow_trainer_policy.gatekeeper import cel_engine
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest, request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
@@ -58,6 +62,7 @@ from kubeflow_trainer_policy_provider.reader import Document
 PROFILES = ("v2.0", "v2.1", "v2.2", "v2.3")
 TARGET_MS = 500.0
 NOISE_FLOOR_MS = 20.0
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 """The smallest policy CPU time a growth ratio is taken from (CPU time varies by a few ms between rounds)."""
 OBJECT_BYTES = int(1.4 * 1024 * 1024)
 """Each object a little under etcd's 1.5 MiB (the rest of a stored object is metadata)."""
@@ -108,18 +113,27 @@ def _entries(
     return patches
 
 
+RESOURCES = {
+    "TrainJob": "trainjobs",
+    "TrainingRuntime": "trainingruntimes",
+    "ClusterTrainingRuntime": "clustertrainingruntimes",
+}
+
+
 def _review(operation: str, new: dict[str, Any], old: dict[str, Any] | None) -> AdmissionRequest:
+    kind = new["kind"]
     request: dict[str, Any] = {
         "uid": "u",
-        "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
-        "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": "trainjobs"},
+        "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": kind},
+        "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": RESOURCES[kind]},
         "name": new["metadata"]["name"],
-        "namespace": new["metadata"]["namespace"],
         "operation": operation,
         "userInfo": {"username": "bench"},
         "object": new,
         "oldObject": old,
     }
+    if "namespace" in new["metadata"]:
+        request["namespace"] = new["metadata"]["namespace"]
     body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
     return request_from_document(Document("bench", body))
 
@@ -230,6 +244,22 @@ def many_targets(p: Profile, scale: float, *, missing: bool = False) -> tuple[Ad
     return _review("UPDATE", new, old), _runtime(MANY_TARGETS_JOBS), sum(len(jobs) for jobs in names)
 
 
+def _reserved_job(name: str) -> dict[str, Any]:
+    """A replicated job labelled as the trainer, with 2 replicas and no `node` container."""
+    reserved = job(name, containers=["sidecar"], init_containers=["setup"])
+    reserved["replicas"] = 2
+    reserved["template"]["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
+    return reserved
+
+
+def runtime_update(p: Profile, scale: float) -> tuple[AdmissionRequest, dict[str, Any], int]:
+    size = int(OBJECT_BYTES * scale)
+    count = max(1, size // (_size(_reserved_job("worker-99999")) + 1))
+    new = runtime("torch-distributed", [_reserved_job(f"worker-{i}") for i in range(count)])
+    old = runtime("torch-distributed", [_reserved_job(f"worker-{i}") for i in range(count - 1)])
+    return _review("UPDATE", new, old), _runtime(1), count
+
+
 SCENARIOS: dict[str, Callable[[Profile, float], tuple[AdmissionRequest, dict[str, Any], int]]] = {
     "issue_5000x2000": issue_case,
     "size_bound_update": size_bound_update,
@@ -238,6 +268,7 @@ SCENARIOS: dict[str, Callable[[Profile, float], tuple[AdmissionRequest, dict[str
     "missing_targets": lambda p, scale: many_targets(p, scale, missing=True),
     "distinct_update": lambda p, scale: size_bound_update(p, scale, distinct=True),
     "wide_entry": wide_entry,
+    "runtime_update": runtime_update,
 }
 
 
@@ -252,12 +283,15 @@ def _timed(fn: Callable[[], Any], rounds: int) -> dict[str, float]:
     return {"median_ms": round(statistics.median(wall), 1), "cpu_ms": round(statistics.median(cpu), 1)}
 
 
-def measure(profile: str, name: str, scale: float, rounds: int) -> dict[str, Any]:
+def measure(profile: str, name: str, scale: float, rounds: int, engine: str = cel_engine.REGO) -> dict[str, Any]:
     p = get_profile(profile)
     request, rt, elements = SCENARIOS[name](p, scale)
     policies = load_policy_set([gatekeeper_bundle_dir(profile)])
     trivial = load_policy_set([FIXTURE])
-    with GatekeeperRunner(trivial, objects=[rt]) as baseline, GatekeeperRunner(policies, objects=[rt]) as runner:
+    with (
+        GatekeeperRunner(trivial, objects=[rt]) as baseline,
+        GatekeeperRunner(policies, objects=[rt], engine=engine) as runner,
+    ):
         result = runner.review(request)
         assert not result.errors and not result.builtin_failures, (result.errors, result.builtin_failures)
         floor = _timed(lambda: baseline.review(request), rounds)
@@ -279,14 +313,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiles", nargs="+", default=list(PROFILES))
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--engine",
+        choices=cel_engine.ENGINES,
+        default=cel_engine.REGO,
+        help="rego: every template by its Rego (the default); auto: a template's CEL where it has one, as "
+        "Gatekeeper 3.18+ runs it (tools/cel, Kubernetes' admission-policy code)",
+    )
+    parser.add_argument("--output", default="worst_case_review", help="the results file name (benchmarks/results)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     matrix: list[dict[str, Any]] = []
     met: dict[str, Any] = {}
     load_at_start = os.getloadavg()
     for profile in args.profiles:
         for name in args.scenarios:
-            quarter = measure(profile, name, 0.25, args.rounds)
-            full = measure(profile, name, 1.0, args.rounds)
+            quarter = measure(profile, name, 0.25, args.rounds, args.engine)
+            full = measure(profile, name, 1.0, args.rounds, args.engine)
             elements = full["elements"] / max(quarter["elements"], 1)
             # Below the noise of CPU time (a few ms either way), a quarter's policy time says nothing about growth:
             # the growth is then bounded by a noise floor, and the review's own growth is reported beside it.
@@ -306,8 +348,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             print(json.dumps(row), flush=True)
     path = write_result(
-        "worst_case_review",
+        args.output,
         {
+            "engine": args.engine,
             "targets": {
                 "median_ms": TARGET_MS,
                 "linear": f"policy CPU (from at least {NOISE_FLOOR_MS} ms) grows at most 1.5x the elements",

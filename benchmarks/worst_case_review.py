@@ -46,6 +46,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import max_rss_mib, write_result
@@ -283,10 +284,28 @@ def _timed(fn: Callable[[], Any], rounds: int) -> dict[str, float]:
     return {"median_ms": round(statistics.median(wall), 1), "cpu_ms": round(statistics.median(cpu), 1)}
 
 
-def measure(profile: str, name: str, scale: float, rounds: int, engine: str = cel_engine.REGO) -> dict[str, Any]:
+def policy_paths(profile: str, rules: list[str] | None) -> list[Path]:
+    """The profile's whole bundle, or only the given rules' templates and Constraints."""
+    root = gatekeeper_bundle_dir(profile)
+    if not rules:
+        return [root]
+    unknown = [rule for rule in rules if not (root / rule / "template.yaml").is_file()]
+    if unknown:
+        raise SystemExit(f"worst_case_review: --rules: no rule {', '.join(unknown)} in {root}")
+    return [path for rule in rules for path in (root / rule, root / rule / "constraint")]
+
+
+def measure(
+    profile: str,
+    name: str,
+    scale: float,
+    rounds: int,
+    engine: str = cel_engine.REGO,
+    rules: list[str] | None = None,
+) -> dict[str, Any]:
     p = get_profile(profile)
     request, rt, elements = SCENARIOS[name](p, scale)
-    policies = load_policy_set([gatekeeper_bundle_dir(profile)])
+    policies = load_policy_set(policy_paths(profile, rules))
     trivial = load_policy_set([FIXTURE])
     with (
         GatekeeperRunner(trivial, objects=[rt]) as baseline,
@@ -320,6 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         help="rego: every template by its Rego (the default); auto: a template's CEL where it has one, as "
         "Gatekeeper 3.18+ runs it (tools/cel, Kubernetes' admission-policy code)",
     )
+    parser.add_argument(
+        "--rules",
+        nargs="+",
+        metavar="RULE",
+        help="review with only these rules (bundles/gatekeeper/<profile>/<rule>), not the whole bundle",
+    )
     parser.add_argument("--output", default="worst_case_review", help="the results file name (benchmarks/results)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     matrix: list[dict[str, Any]] = []
@@ -327,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     load_at_start = os.getloadavg()
     for profile in args.profiles:
         for name in args.scenarios:
-            quarter = measure(profile, name, 0.25, args.rounds, args.engine)
-            full = measure(profile, name, 1.0, args.rounds, args.engine)
+            quarter = measure(profile, name, 0.25, args.rounds, args.engine, args.rules)
+            full = measure(profile, name, 1.0, args.rounds, args.engine, args.rules)
             elements = full["elements"] / max(quarter["elements"], 1)
             # Below the noise of CPU time (a few ms either way), a quarter's policy time says nothing about growth:
             # the growth is then bounded by a noise floor, and the review's own growth is reported beside it.
@@ -351,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         args.output,
         {
             "engine": args.engine,
+            "rules": args.rules or "all",
             "targets": {
                 "median_ms": TARGET_MS,
                 "linear": f"policy CPU (from at least {NOISE_FLOOR_MS} ms) grows at most 1.5x the elements",

@@ -30,7 +30,7 @@ Scenarios, per profile:
   a check that compares each job with each container would take. v2.2+: 16 patches of 100 jobs, each with as many
   containers as fit (at most 64).
 - `runtime_update`: a ClusterTrainingRuntime UPDATE of two 1.4 MiB objects (JobSet puts no maxItems on
-  replicatedJobs), every job (about 6,000) labelled as the trainer with 2 replicas and no `node` container: each
+  replicatedJobs), every job (about 5,500) labelled as the trainer with 2 replicas and no `node` container: each
   breaks the reserved-replicas check and, from v2.1, the required-container check.
 
 Each is measured beside the trivial one-rule template on the same request in the same run: its time is what
@@ -63,8 +63,8 @@ from kubeflow_trainer_policy_provider.reader import Document
 PROFILES = ("v2.0", "v2.1", "v2.2", "v2.3")
 TARGET_MS = 500.0
 NOISE_FLOOR_MS = 20.0
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 """The smallest policy CPU time a growth ratio is taken from (CPU time varies by a few ms between rounds)."""
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 OBJECT_BYTES = int(1.4 * 1024 * 1024)
 """Each object a little under etcd's 1.5 MiB (the rest of a stored object is metadata)."""
 PATCHES, PATCH_JOBS, PATCH_CONTAINERS = 16, 100, 64

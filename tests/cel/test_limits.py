@@ -79,13 +79,19 @@ def _job(i: int) -> dict[str, Any]:
     }
 
 
-def _runtime(jobs: int) -> dict[str, Any]:
+def _runtime_of(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "big", "labels": {"trainer.kubeflow.org/support": "deprecated"}},
-        "spec": {"template": {"spec": {"replicatedJobs": [_job(i) for i in range(jobs)]}}},
+        "metadata": {"name": "big"},
+        "spec": {"template": {"spec": {"replicatedJobs": jobs}}},
     }
+
+
+def _runtime(jobs: int) -> dict[str, Any]:
+    runtime = _runtime_of([_job(i) for i in range(jobs)])
+    runtime["metadata"]["labels"] = {"trainer.kubeflow.org/support": "deprecated"}
+    return runtime
 
 
 def _trainjob(patches: int, jobs: int, account: str) -> dict[str, Any]:
@@ -144,15 +150,6 @@ LARGEST: dict[str, int] = {}
 OBJECT_BYTES = int(1.4 * 1024 * 1024)
 """A runtime a little under etcd's 1.5 MiB (the rest of a stored object is metadata)."""
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
-
-
-def _runtime_of(jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "big"},
-        "spec": {"template": {"spec": {"replicatedJobs": jobs}}},
-    }
 
 
 def _plain_job(i: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.3.1
+#   version: 1.4.0
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -167,7 +167,7 @@ mounted_initializer_containers contains [job_name, c] if {
 
 mounted_initializer_containers contains [job, c] if {
 	runtime_patches
-	some [job, pod] in targets
+	some [job, pod] in patch_targets
 	some init in configured_initializers
 	job == init.job
 	some c in mounting_containers(object.get({"pod": pod}, ["pod", "containers"], []))
@@ -235,12 +235,27 @@ missing_containers contains [job, list] if {
 
 missing_containers contains [job, list] if {
 	some unit in wide_units
+	some list in ["initContainers", "containers"]
+	count(unit[list]) > most_known # more names than any job has: every job lacks one
 	some job in (unit.jobs & job_names) # the jobs the runtime lacks are absent_missing's, however many
-	known := job_container_names[job]
+}
+
+missing_containers contains [job, list] if {
+	some unit in wide_units
 	some list in ["initContainers", "containers"]
 	names := unit[list]
+	count(names) <= most_known
+	some job in (unit.jobs & job_names)
+	known := job_container_names[job]
 	count(names & known) != count(names)
 }
+
+# METADATA
+# title: most_known
+# description: The most (init)container names one runtime job that a target names has.
+most_known := max([count(names) | some names in job_container_names]) if {
+	job_container_names != {}
+} else := 0
 
 # METADATA
 # title: absent_jobs
@@ -343,8 +358,8 @@ alike if {
 alike_names := {"initContainers": init, "containers": main, "all": init | main} if {
 	alike
 	pod := in_place_targets[0][1]
-	init := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
-	main := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+	init := {n | n := pod.initContainers[_].name} | {null | type_name(pod.initContainers) in {"array", "object"}; count([n | n := pod.initContainers[_].name]) != count(pod.initContainers)}
+	main := {n | n := pod.containers[_].name} | {null | type_name(pod.containers) in {"array", "object"}; count([n | n := pod.containers[_].name]) != count(pod.containers)}
 }
 
 # METADATA
@@ -386,8 +401,8 @@ in_place_pods := [in_place_targets[0][1]] if {
 #   item. Each pod is inserted as a key once (OPA can lose a key whose hash another key, inserted twice, shares).
 pod_names := {pod: names |
 	some pod in pods
-	init_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
-	main_names := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+	init_names := {n | n := pod.initContainers[_].name} | {null | type_name(pod.initContainers) in {"array", "object"}; count([n | n := pod.initContainers[_].name]) != count(pod.initContainers)}
+	main_names := {n | n := pod.containers[_].name} | {null | type_name(pod.containers) in {"array", "object"}; count([n | n := pod.containers[_].name]) != count(pod.containers)}
 	names := {"initContainers": init_names, "containers": main_names, "all": init_names | main_names}
 }
 
@@ -435,18 +450,12 @@ entries := list if {
 } else := []
 
 # METADATA
-# title: targets
-# description: >-
-#   [job name, pod] for each overridden job, the pod being the object whose initContainers and containers
-#   override the job's: from runtime patches or from override entries. A pair refers to the request's values
-#   (nothing is copied or hashed per target), so every check below reads the pod's lists where they are.
-targets := patch_targets if {
-	runtime_patches
-} else := array.concat(override_targets, wide_targets)
-
-# METADATA
 # title: narrow_targets
-# description: The overrides of one job (see checked_targets).
+# description: >-
+#   [job name, pod] for each override of one job, the pod being the object whose initContainers and containers
+#   override the job's: runtime patches, or override entries of one named job (the entries of several jobs are
+#   wide_units). A pair refers to the request's values (nothing is copied or hashed per target), so every check
+#   below reads the pod's lists where they are.
 narrow_targets := patch_targets if {
 	runtime_patches
 } else := override_targets
@@ -471,8 +480,15 @@ missing_target_detail := "must not have replicated job that doesn't exist in the
 
 # METADATA
 # title: target_jobs
-# description: The job names the targets name, each once.
-target_jobs := {job | some [job, _] in targets}
+# description: >-
+#   The job names the overrides name, each once: of one job each, and of several (an entry's jobs, a set already,
+#   joined as sets rather than visited one by one: one entry can name 60,000).
+target_jobs := {job | some [job, _] in narrow_targets} | union({unit.jobs | some unit in wide_units})
+
+# METADATA
+# title: target_count
+# description: How many jobs the overrides name, a job as often as entries name it (an entry's repeats once).
+target_count := count(narrow_targets) + sum([count(unit.jobs) | some unit in wide_units])
 
 # METADATA
 # title: checked_targets
@@ -598,28 +614,33 @@ override_targets := [[job, pod] |
 # METADATA
 # title: wide_units
 # description: >-
-#   The override entries whose targetJobs is not one item (v2.0, v2.1), each with its listed targetJobs, the distinct
-#   items among them (a list may name one job thousands of times: each distinct item is looked at once), the jobs
-#   they name (an item without a name, or not an object, targets the job null), its pod
-#   (the entry itself, podSpecOverrides, or its spec, podTemplateOverrides) and that pod's names by list (an item
-#   without a name, or not an object, names null, which no runtime container has). Such an entry's pod is read
-#   through its unit, never looked up in a set or as a key: that compares it with the one found, and doing so once
-#   per target would compare a pod of thousands of containers once for each of thousands of jobs.
+#   The override entries whose targetJobs is not one named item (v2.0, v2.1), each with its listed targetJobs, the
+#   names they list in order (`named`; an item without a name, or not an object, lists none) and how many items list
+#   none (`unnamed`), the jobs they name (a set; an item without a name targets the job null), its pod (the entry
+#   itself, podSpecOverrides, or its spec, podTemplateOverrides) and that pod's names by list (an item without a
+#   name, or not an object, names null, which no runtime container has). Names are read by one ref walk per list
+#   (`list[_].name`, which passes over items without one) and null is added where fewer names than items were
+#   found: a call per item (`object.get` on a wrapper) cost eight times as much on 72,000 containers, and hashing
+#   each distinct item into a set as much again on 60,000 targetJobs. Such an entry's pod is read through its unit,
+#   never looked up in a set or as a key: that compares it with the one found, and doing so once per target would
+#   compare a pod of thousands of containers once for each of thousands of jobs.
 wide_units := [] if {
 	runtime_patches
 } else := [] if {
 	count(override_targets) == count(entries) # every entry names one job
-} else := [{"listed": listed, "items": items, "jobs": jobs, "pod": pod, "initContainers": init, "containers": main} |
+} else := [{"listed": listed, "named": named, "unnamed": unnamed, "jobs": jobs, "pod": pod, "initContainers": init, "containers": main} |
 	some entry in entries
 	is_object(entry)
 	not one_named_target(entry)
 	listed := object.get(entry, "targetJobs", [])
-	items := {item | some item in listed}
-	items != set()
-	jobs := {object.get({"item": item}, ["item", "name"], null) | some item in items}
+	type_name(listed) in {"array", "object"}
+	count(listed) > 0
+	named := [n | n := listed[_].name]
+	unnamed := count(listed) - count(named)
+	jobs := {n | some n in named} | {null | unnamed > 0}
 	pod := wide_pod(entry)
-	init := {object.get({"item": item}, ["item", "name"], null) | some item in pod.initContainers}
-	main := {object.get({"item": item}, ["item", "name"], null) | some item in pod.containers}
+	init := {n | n := pod.initContainers[_].name} | {null | type_name(pod.initContainers) in {"array", "object"}; count([n | n := pod.initContainers[_].name]) != count(pod.initContainers)}
+	main := {n | n := pod.containers[_].name} | {null | type_name(pod.containers) in {"array", "object"}; count([n | n := pod.containers[_].name]) != count(pod.containers)}
 ]
 
 one_named_target(entry) if {
@@ -630,14 +651,6 @@ one_named_target(entry) if {
 wide_pod(entry) := entry if {
 	profile.override_field == "podSpecOverrides"
 } else := object.get(entry, "spec", {})
-
-# METADATA
-# title: wide_targets
-# description: One [job, pod] per job that an entry of several jobs names.
-wide_targets := [[job, unit.pod] |
-	some unit in wide_units
-	some job in unit.jobs
-]
 
 quoted(value) := sprintf("%q", [value]) if is_string(value)
 
@@ -652,9 +665,9 @@ quoted(value) := sprintf("%v", [value]) if not is_string(value)
 duplicate_jobs := named_twice | repeated_names
 
 named_twice := set() if {
-	count(targets) == count(target_jobs)
+	target_count == count(target_jobs)
 } else := {job |
-	sorted := sort([job | some [job, _] in targets])
+	sorted := sort(array.concat([job | some [job, _] in narrow_targets], [job | some unit in wide_units; some job in unit.jobs]))
 	some k, job in sorted
 	k > 0
 	sorted[k - 1] == job
@@ -663,36 +676,17 @@ named_twice := set() if {
 # METADATA
 # title: repeated_names
 # description: >-
-#   The names an entry lists more than once: by one item it repeats (repeated_items), or by two distinct items
-#   (sorted by name, as in named_twice).
-repeated_names := {name |
-	some item in repeated_items
-	name := object.get({"target": item}, ["target", "name"], null)
-} | {name |
+#   The names an entry lists more than once, by one item it repeats or by two items of one name (an item without a
+#   name lists null). Only an entry that lists more items than it names jobs is sorted; the sorted list is then
+#   compared with itself shifted by one, which finds the repeats in one pass of one comparison per item.
+repeated_names contains name if {
 	some unit in wide_units
-	count(unit.items) > count(unit.jobs)
-	sorted := sort([object.get({"item": item}, ["item", "name"], null) | some item in unit.items])
-	some k, name in sorted
-	k > 0
-	sorted[k - 1] == name
-}
-
-# METADATA
-# title: repeated_items
-# description: >-
-#   The targetJobs items an entry lists more than once. Only a list longer than its set of items is sorted; the
-#   sorted list is then compared with itself shifted by one, which finds the repeats in one pass of one comparison
-#   per item.
-repeated_items contains item if {
-	some unit in wide_units # one item cannot repeat
-	listed := unit.listed
-	is_array(listed)
-	count(listed) > count(unit.items)
-	sorted := sort(listed)
+	count(unit.listed) > count(unit.jobs)
+	sorted := sort(array.concat(unit.named, [null | unit.unnamed > 0; some _ in numbers.range(1, unit.unnamed)])) # range(1, 0) is [1, 0]
 	n := count(sorted)
 	before := array.slice(sorted, 0, n - 1)
-	some k, item in array.slice(sorted, 1, n)
-	item == before[k]
+	some k, name in array.slice(sorted, 1, n)
+	name == before[k]
 }
 
 # METADATA

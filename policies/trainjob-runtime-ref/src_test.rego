@@ -20,7 +20,7 @@ override_of(job, items) := {"manager": "example.com/kueue", "trainingRuntimeSpec
 } else := {"targetJobs": [{"name": job}], "containers": items}
 
 test_targets_read_the_profile_s_override_list if {
-	[[job, pod]] := targets with input as request_of(node_override)
+	[[job, pod]] := narrow_targets with input as request_of(node_override)
 	job == "node"
 	pod.containers == [{"name": "trainer"}]
 }
@@ -54,10 +54,15 @@ test_duplicate_targets_are_found_however_they_repeat if {
 	quoted(3) == "3"
 }
 
+test_a_null_name_and_an_item_without_a_name_list_null_twice if {
+	listed := [{"targetJobs": [{"name": null}, "x", {"name": "g"}]}, {"targetJobs": [{"name": "h"}, {"name": "i"}, {"name": "j"}]}]
+	duplicate_jobs == {null} with entries as listed with runtime_patches as false
+}
+
 test_targets_name_each_job_of_an_entry_once if {
 	listed := [{"targetJobs": [{"name": "b"}, {"name": "b"}, "x", {"name": "b"}]}, {"targetJobs": "b"}, "b", {}]
-	{job | some [job, _] in targets} == {"b", null} with entries as listed with runtime_patches as false
-	count(targets) == 2 with entries as listed with runtime_patches as false
+	target_jobs == {"b", null} with entries as listed with runtime_patches as false
+	target_count == 2 with entries as listed with runtime_patches as false
 }
 
 test_a_missing_runtime_stops_every_other_check if {
@@ -169,6 +174,18 @@ test_an_entry_of_several_jobs_is_checked_per_job_by_its_names if {
 		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
 		with data.inventory as inventory
 	absent == {"c"}
+}
+
+test_an_entry_of_several_jobs_with_no_more_names_than_a_job_is_checked_job_by_job if {
+	inventory := runtime_with([job_with("a", ["trainer"]), job_with("b", ["other"])])
+	wide := [{"targetJobs": [{"name": "a"}, {"name": "b"}], "containers": [{"name": "trainer"}]}]
+	most_known == 1 with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+	found := missing_containers with entries as wide with runtime_patches as false
+		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
+		with data.inventory as inventory
+	found == {["b", "containers"]}
 }
 
 test_absent_jobs_are_found_by_the_entries_that_set_the_list if {

@@ -10,7 +10,7 @@
 #   (upstream returns an error for each; replicatedJobs has no maxItems).
 # custom:
 #   id: runtime-reserved-replicas
-#   version: 1.5.0
+#   version: 1.5.1
 #   specSection: D
 #   rationale: >-
 #     The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; more than
@@ -80,8 +80,8 @@ has_container(job, container) if {
 # description: >-
 #   The most jobs one check names a violation each, the first by index; one more violation counts the rest.
 #   replicatedJobs has no maxItems (JobSet), so a runtime can hold thousands of failing jobs: upstream returns an
-#   error for each, but building each took longer than the rest of the review (11,000 took 300 to 500 ms), and the
-#   CEL that Gatekeeper 3.18+ runs instead reports 8.
+#   error for each, but building thousands took longer than the rest of the review (docs/performance.md, sixth
+#   round), and the CEL that Gatekeeper 3.18+ runs instead reports 8.
 report_limit := 100
 
 # METADATA

@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.4.0
+#   version: 1.4.1
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -620,10 +620,10 @@ override_targets := [[job, pod] |
 #   itself, podSpecOverrides, or its spec, podTemplateOverrides) and that pod's names by list (an item without a
 #   name, or not an object, names null, which no runtime container has). Names are read by one ref walk per list
 #   (`list[_].name`, which passes over items without one) and null is added where fewer names than items were
-#   found: a call per item (`object.get` on a wrapper) cost eight times as much on 72,000 containers, and hashing
-#   each distinct item into a set as much again on 60,000 targetJobs. Such an entry's pod is read through its unit,
-#   never looked up in a set or as a key: that compares it with the one found, and doing so once per target would
-#   compare a pod of thousands of containers once for each of thousands of jobs.
+#   found: a call per item (`object.get` on a wrapper), and hashing each distinct item into a set, cost several
+#   times as much on an entry of tens of thousands (docs/performance.md, sixth round). Such an entry's pod is read
+#   through its unit, never looked up in a set or as a key: that compares it with the one found, and doing so once
+#   per target would compare a pod of thousands of containers once for each of thousands of jobs.
 wide_units := [] if {
 	runtime_patches
 } else := [] if {

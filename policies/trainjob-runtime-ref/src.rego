@@ -29,7 +29,7 @@
 #   v2.1, and reporting tens of thousands would outlast Gatekeeper's webhook timeout.
 # custom:
 #   id: trainjob-runtime-ref
-#   version: 1.4.1
+#   version: 1.4.2
 #   specSection: E2-E5
 #   rationale: >-
 #     A TrainJob whose runtime is missing, or whose overrides name jobs or containers the runtime lacks, is admitted
@@ -275,16 +275,10 @@ missing_jobs := target_jobs - job_names
 # METADATA
 # title: absent_missing
 # description: >-
-#   The absent jobs whose entries of several jobs set `list` (missing_containers finds those of one job).
-absent_missing(list) := wide_absent(list)
-
-# METADATA
-# title: wide_absent
-# description: >-
-#   The absent jobs that entries of several jobs target and whose pods set `list`: none when no job is absent or no
-#   such entry sets the list, all of theirs when every one does (one set, however many jobs: a TrainJob can name tens
-#   of thousands), else entry by entry.
-wide_absent(list) := set() if {
+#   The absent jobs that entries of several jobs target and whose pods set `list` (missing_containers finds those of
+#   one job): none when no job is absent or no such entry sets the list, all of theirs when every one does (one set,
+#   however many jobs: a TrainJob can name tens of thousands), else entry by entry.
+absent_missing(list) := set() if {
 	absent_jobs == set()
 } else := set() if {
 	every unit in wide_units {

@@ -198,7 +198,7 @@ test_absent_jobs_are_found_by_the_entries_that_set_the_list if {
 		{"targetJobs": [{"name": "a"}, {"name": "b"}], "containers": [{"name": "x"}]},
 		{"targetJobs": [{"name": "c"}, {"name": "d"}]},
 	]
-	wide_absent("containers") == {"a", "b"} with entries as wide with runtime_patches as false
+	absent_missing("containers") == {"a", "b"} with entries as wide with runtime_patches as false
 		with profile.override_field as "podSpecOverrides" with input as request_of(node_override)
 		with data.inventory as inventory
 }

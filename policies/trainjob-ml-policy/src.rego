@@ -18,7 +18,7 @@
 #   gone from v2.2, whose CRD types the field int32.
 # custom:
 #   id: trainjob-ml-policy
-#   version: 1.1.4
+#   version: 1.1.5
 #   specSection: E6-E7
 #   rationale: >-
 #     torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer from the

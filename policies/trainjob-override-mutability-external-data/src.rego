@@ -13,7 +13,7 @@
 #   handler.
 # custom:
 #   id: trainjob-override-mutability-external-data
-#   version: 1.1.6
+#   version: 1.1.7
 #   specSection: A, B
 #   rationale: >-
 #     The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave running Pods

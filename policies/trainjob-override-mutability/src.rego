@@ -11,7 +11,7 @@
 #   external data provider, so `gator verify` runs its suite.
 # custom:
 #   id: trainjob-override-mutability
-#   version: 2.1.6
+#   version: 2.1.7
 #   specSection: A, B
 #   rationale: >-
 #     The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave running Pods

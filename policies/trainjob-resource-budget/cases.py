@@ -143,6 +143,17 @@ def custom_runtime() -> dict[str, Any]:
     }
 
 
+def two_container_runtime() -> dict[str, Any]:
+    """A trainer job of two 5Gi containers: 5Gi is about 5.4e18 nano-units, so two of them pass 2^63."""
+    node = _job("node", "trainer", [_container("node", {"memory": "5Gi"}), _container("helper", {"memory": "5Gi"})])
+    return {
+        "apiVersion": API,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "two-containers"},
+        "spec": {"mlPolicy": {"torch": {}}, "template": {"spec": {"replicatedJobs": [node]}}},
+    }
+
+
 def _labelled(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "labels": {"team": "a"}}}
 
@@ -207,6 +218,15 @@ def cases(p: Profile) -> list[Case]:
             cluster=runtimes,
             parameters={"maxTotal": {"cpu": "37500m", "memory": "63Gi", GPU: "32"}},
             expected=(_forbidden("cpu", "38", "37500m"), _forbidden("memory", "68719476736", "63Gi")),
+        ),
+        Case(
+            "memory_total_past_int64",
+            "64 nodes x 2 containers x 5Gi = 640Gi against 100Gi: denied. Each 5Gi fits an int64 of nano-units, the"
+            " total does not: the sum of the OPA in Gatekeeper 3.20 to 3.23 wraps there.",
+            trainjob(nodes=64, gpus=None, runtime="two-containers"),
+            cluster=(two_container_runtime(),),
+            parameters={"maxTotal": {"memory": "100Gi"}},
+            expected=(_forbidden("memory", "687194767360", "100Gi"),),
         ),
         Case(
             "quantities_compare_exactly",

@@ -10,7 +10,7 @@
 #   violation (fail closed).
 # custom:
 #   id: trainjob-resource-budget
-#   version: 1.2.4
+#   version: 1.2.5
 #   specSection: F
 #   rationale: >-
 #     Platform teams need to know how many GPUs a TrainJob will hold before it starts: no team should start a 64-GPU

@@ -39,3 +39,23 @@ test_messages_name_the_namespace_of_a_namespace_limit if {
 	of_namespace({"namespace": "team-b"}) == " of namespace team-b"
 	of_namespace({"namespace": ""}) == ""
 }
+
+two_containers := {"spec": {"mlPolicy": {"torch": {}}, "template": {"spec": {"replicatedJobs": [{
+	"name": "node",
+	"template": {
+		"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+		"spec": {"template": {"spec": {"containers": [
+			{"name": "node", "resources": {"requests": {"memory": "5Gi"}}},
+			{"name": "helper", "resources": {"requests": {"memory": "5Gi"}}},
+		]}}},
+	},
+}]}}}}
+
+# 5Gi is an int64 of nano-units, 640Gi is not: the sum of the OPA in Gatekeeper 3.20 to 3.23 wraps there.
+test_a_total_past_int64_is_over_the_limit if {
+	job := object.union(train_job("team-a"), {"spec": {"trainer": {"numNodes": 64}}})
+	request := {"review": {"operation": "CREATE", "object": job}, "parameters": {"maxTotal": {"memory": "100Gi"}}}
+	inventory := {"cluster": {"trainer.kubeflow.org/v1alpha1": {"ClusterTrainingRuntime": {"torch": two_containers}}}}
+	[v] := [v | some v in violation] with input as request with data.inventory as inventory
+	v.details.detail == "total memory requests 687194767360 exceed the limit 100Gi"
+}

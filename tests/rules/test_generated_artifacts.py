@@ -332,12 +332,17 @@ def test_every_gator_suite_is_runnable_by_gator_and_has_audit_and_create_cases(p
     for path in suites:
         suite = yaml.safe_load(path.read_text())
         assert suite["apiVersion"] == "test.gatekeeper.sh/v1alpha1"
-        (test,) = suite["tests"]
-        template = yaml.safe_load((path.parent / test["template"]).read_text())
+        default, *others = suite["tests"]
+        assert default["constraint"] == "constraint/constraint.yaml", path
+        assert {t["template"] for t in suite["tests"]} == {"template.yaml"}, path
+        template = yaml.safe_load((path.parent / default["template"]).read_text())
         source = template["spec"]["targets"][0]["code"][0]["source"]
         assert "external_data" not in source["rego"] + "".join(source["libs"]), path
-        objects = [yaml.safe_load((path.parent / c["object"]).read_text()) for c in test["cases"]]
+        objects = [yaml.safe_load((path.parent / c["object"]).read_text()) for t in suite["tests"] for c in t["cases"]]
         operations = {o["request"]["operation"] if o["kind"] == "AdmissionReview" else "audit" for o in objects}
         assert {"audit", "CREATE"} <= operations, (path, operations)
+        for test in others:
+            constraint = yaml.safe_load((path.parent / test["constraint"]).read_text())
+            assert constraint["kind"] == template["spec"]["crd"]["spec"]["names"]["kind"], (path, test["name"])
     for path in sorted((GATEKEEPER / profile).glob("*/external-data-suite.yaml")):
         assert yaml.safe_load(path.read_text())["apiVersion"] != "test.gatekeeper.sh/v1alpha1"

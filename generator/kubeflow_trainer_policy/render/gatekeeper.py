@@ -91,12 +91,15 @@ def code(rule: Rule, profile: Profile) -> list[dict[str, Any]]:
     return entries
 
 
-def constraint(rule: Rule) -> dict[str, Any]:
+def constraint(rule: Rule, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The rule's Constraint: its default parameters, or the given ones (a suite's case)."""
     spec: dict[str, Any] = {
         "enforcementAction": rule.enforcement_action,
         "match": {"kinds": [{"apiGroups": list(m.api_groups), "kinds": list(m.kinds)} for m in rule.match]},
     }
-    if rule.parameters:
+    if parameters is not None:
+        spec["parameters"] = parameters
+    elif rule.parameters:
         spec["parameters"] = rule.default_parameters()
     return {
         "apiVersion": "constraints.gatekeeper.sh/v1beta1",
@@ -134,14 +137,28 @@ def _assertions(case: Case) -> list[dict[str, Any]]:
     return assertions
 
 
-def _suite(rule: Rule, cases: list[Case], inventories: dict[str, str]) -> dict[str, Any]:
-    suite_cases = []
+def _suite_case(case: Case, inventories: dict[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": _sample_name(case), "object": f"samples/{_sample_name(case)}.yaml"}
+    if case.cluster:
+        entry["inventory"] = [inventories[case.name]]
+    entry["assertions"] = _assertions(case)
+    return entry
+
+
+def _parameter_sets(cases: list[Case]) -> dict[str, int]:
+    """The non-default parameters of the cases, numbered in the order of first use: one Constraint each."""
+    numbers: dict[str, int] = {}
     for case in cases:
-        entry: dict[str, Any] = {"name": _sample_name(case), "object": f"samples/{_sample_name(case)}.yaml"}
-        if case.cluster:
-            entry["inventory"] = [inventories[case.name]]
-        entry["assertions"] = _assertions(case)
-        suite_cases.append(entry)
+        if case.parameters is not None:
+            numbers.setdefault(json.dumps(case.parameters, sort_keys=True), len(numbers) + 1)
+    return numbers
+
+
+def _parameters_file(number: int) -> str:
+    return f"samples/constraint-{number}.yaml"
+
+
+def _suite(rule: Rule, cases: list[Case], inventories: dict[str, str]) -> dict[str, Any]:
     suite: dict[str, Any] = {
         "apiVersion": PROVIDER_SUITE_API_VERSION if rule.data.external_data_providers else GATOR_SUITE_API_VERSION,
         "kind": "Suite",
@@ -149,16 +166,26 @@ def _suite(rule: Rule, cases: list[Case], inventories: dict[str, str]) -> dict[s
     }
     if rule.data.external_data_providers:
         suite["providers"] = list(rule.data.external_data_providers)
-    suite["tests"] = [
-        {"name": rule.id, "template": "template.yaml", "constraint": CONSTRAINT_FILE, "cases": suite_cases}
-    ]
+    default = [_suite_case(c, inventories) for c in cases if c.parameters is None]
+    tests = [{"name": rule.id, "template": "template.yaml", "constraint": CONSTRAINT_FILE, "cases": default}]
+    for text, number in _parameter_sets(cases).items():
+        chosen = [_suite_case(c, inventories) for c in cases if json.dumps(c.parameters, sort_keys=True) == text]
+        tests.append(
+            {
+                "name": f"{rule.id}-parameters-{number}",
+                "template": "template.yaml",
+                "constraint": _parameters_file(number),
+                "cases": chosen,
+            }
+        )
+    suite["tests"] = [t for t in tests if t["cases"]]
     return suite
 
 
 SUITE_NOTE = (
     "# gator format: `gator verify` and `trainer-policy test` run it. An AdmissionReview sample is an admission\n"
-    '# request; a bare object is reviewed as Gatekeeper\'s audit does (operation ""). Cases that need\n'
-    "# non-default parameters are in the rule's Rego tests (built from its cases.py) and pytest (tests/rules/).\n"
+    '# request; a bare object is reviewed as Gatekeeper\'s audit does (operation ""). Cases with parameters\n'
+    "# of their own are a test of their own, with its Constraint under samples/.\n"
 )
 PROVIDER_SUITE_NOTE = (
     "# The same format as a gator suite, under trainer-policy.kubeflow.org so that `gator verify` skips it: gator\n"
@@ -199,6 +226,10 @@ def rule_files(rule: Rule, profile: Profile) -> dict[str, str]:
         names = ", ".join(_sample_name(c) for c in cases if c.name in users)
         note = "".join(f"# {line}\n" for line in textwrap.wrap(f"The cluster objects of the cases {names}.", 110))
         files[path] = header(source) + note + dump_all(list(case.cluster))
+    for text, number in _parameter_sets(cases).items():
+        users = ", ".join(_sample_name(c) for c in cases if json.dumps(c.parameters, sort_keys=True) == text)
+        note = "".join(f"# {line}\n" for line in textwrap.wrap(f"The Constraint of the cases {users}.", 110))
+        files[_parameters_file(number)] = _yaml(source, constraint(rule, json.loads(text)), note)
     note = PROVIDER_SUITE_NOTE if rule.data.external_data_providers else SUITE_NOTE
     files[suite_file_name(rule)] = _yaml(source, _suite(rule, cases, inventories), note)
     return files

@@ -86,5 +86,5 @@ def external_data_answer(case: Case, provider: str) -> dict[str, Any]:
 
 
 def suite_runnable(case: Case) -> bool:
-    """Suites use the default Constraint and, for external data, the provider's real answer."""
-    return case.parameters is None and case.external_data is None
+    """Suites answer external data with the provider's real answer: a literal response has no suite form."""
+    return case.external_data is None

@@ -173,7 +173,7 @@ small(text) := to_number(trim_left(text, "0")) if trim_left(text, "0") != ""
 # digits: any number of decimal digits as an exact integer, 18 at a time (to_number cannot fail on them).
 digits(text) := small(text) if count(text) <= 18
 
-digits(text) := sum([(small(chunk(text, i)) * power_of_ten(18 * i)) | some i in numbers.range(0, floor((count(text) - 1) / 18))]) if {
+digits(text) := total([(small(chunk(text, i)) * power_of_ten(18 * i)) | some i in numbers.range(0, floor((count(text) - 1) / 18))]) if {
 	count(text) > 18
 }
 
@@ -209,6 +209,14 @@ powers_of_ten := [
 	100000000000000000,
 	1000000000000000000,
 ]
+
+# METADATA
+# title: total
+# description: >-
+#   The sum of an array of numbers that never wraps. The `sum` of the OPA in Gatekeeper 3.20 to 3.23 adds an
+#   array of integers in a 64-bit integer that wraps past 2^63; one non-integer element (`0.0`) sends it to the
+#   arbitrary-precision path that `+` takes.
+total(values) := sum(array.concat(values, [0.0]))
 
 # METADATA
 # title: ceil_units

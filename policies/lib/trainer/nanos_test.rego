@@ -295,3 +295,28 @@ test_format_6 if {
 test_format_7 if {
 	format(1610612736000000000) == "1610612736"
 }
+
+# The sums of the OPA in Gatekeeper 3.20 to 3.23 wrap past 2^63: total must not, on any of them.
+test_total_past_int64 if {
+	total([9223372036854775807, 1]) == 9223372036854775808
+}
+
+test_total_of_many_int64_values if {
+	total([parse("5Gi") | some _ in numbers.range(1, 128)]) == parse("640Gi")
+}
+
+test_total_far_above_int64 if {
+	total([parse("1Ei"), parse("1Ei"), 9223372036854775807]) == parse("2Ei") + 9223372036854775807
+}
+
+test_total_of_nothing if {
+	total([]) == 0
+}
+
+test_total_small_integers if {
+	total([1, 2, 3]) == 6
+}
+
+test_digits_past_int64 if {
+	digits("9223372036854775808") == 9223372036854775808
+}

@@ -25,8 +25,8 @@ resources_per_node_path := "spec.trainer.resourcesPerNode"
 compute(trainjob, runtime) := {
 	"podSets": [entry.podSet | some entry in entries],
 	"totalRequests": sum_counted(entries),
-	"pods": sum([entry.podSet.count | some entry in entries]),
-	"trainerNodes": sum([entry.podSet.count | some entry in entries; entry.podSet.trainerNode]),
+	"pods": nanos.total([entry.podSet.count | some entry in entries]),
+	"trainerNodes": nanos.total([entry.podSet.count | some entry in entries; entry.podSet.trainerNode]),
 	"invalid": sort({path | some entry in entries; some path in entry.invalid}),
 } if {
 	p := policy(runtime)
@@ -249,13 +249,13 @@ init_candidate(k, init) := add_all(array.concat([init[k].requests], before)) if 
 	before := [c.requests | some j, c in init; j < k; c.sidecar]
 }
 
-add_all(lists) := {name: sum([v | some l in lists; v := l[name]]) | some name in names_of(lists)}
+add_all(lists) := {name: nanos.total([v | some l in lists; v := l[name]]) | some name in names_of(lists)}
 
 max_all(lists) := {name: max([v | some l in lists; v := l[name]]) | some name in names_of(lists)}
 
 names_of(lists) := {name | some l in lists; some name, _ in l}
 
 # Per resource: the sum over PodSets of per-Pod requests x count.
-sum_counted(entries) := {name: sum([n | some [r, n] in counted; r == name]) | some name in {r | some [r, _] in counted}} if {
+sum_counted(entries) := {name: nanos.total([n | some [r, n] in counted; r == name]) | some name in {r | some [r, _] in counted}} if {
 	counted := [[name, v * entry.podSet.count] | some entry in entries; some name, v in entry.podSet.singlePodRequests]
 }

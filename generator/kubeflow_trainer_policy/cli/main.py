@@ -126,8 +126,11 @@ def _one_line(text: str) -> str:
 
 
 def _report(prog: str, message: str) -> None:
+    from kubeflow_trainer_policy.cli.reports import visible  # only when there is an error to tell
+
     with suppress(OSError, ValueError):  # stderr itself is gone: nothing left to tell
-        print(f"{prog}: {_one_line(message)}", file=sys.stderr, flush=True)
+        # A file or field name may hold terminal escapes or bytes that are not UTF-8: written as escapes.
+        print(f"{prog}: {visible(_one_line(message))}", file=sys.stderr, flush=True)
 
 
 def _silence_stdout() -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tarfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
+from kubeflow_trainer_policy.bundle.server import make_server
 from kubeflow_trainer_policy_provider.certs import issue, make_ca
 from tests.bundle.helpers import cli
 
@@ -138,6 +143,58 @@ def test_https_with_a_certificate(tmp_path, built_bundles):
         assert response.status_code == 200 and response.content == (dist / NAME).read_bytes()
     finally:
         stop(process)
+
+
+def write_tls(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a serving certificate for 127.0.0.1: (cert, key, ca)."""
+    ca = make_ca("bundle-test-ca")
+    issue(ca, "127.0.0.1", ["127.0.0.1"]).write(folder / "tls.crt", folder / "tls.key")
+    (folder / "ca.crt").write_bytes(ca.cert_pem)
+    return folder / "tls.crt", folder / "tls.key", folder / "ca.crt"
+
+
+def test_a_silent_connection_does_not_block_other_https_clients(tmp_path, built_bundles):
+    """Issue 40, item 5: the TLS handshake ran in the accept loop, so one client that connects and sends nothing
+    (no ClientHello) kept every other client waiting for as long as it stayed."""
+    cert, key, ca = write_tls(tmp_path)
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    shutil.copy(built_bundles["v2.0"], dist / NAME)
+    process, url = start_server(dist, "--cert-file", str(cert), "--key-file", str(key))
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10), requests.Session() as session:
+            session.trust_env = False
+            for _ in range(3):  # a second silent one too, and a fetch after it
+                response = session.get(url + NAME, verify=str(ca), timeout=10)
+                assert response.status_code == 200 and response.content == (dist / NAME).read_bytes()
+                with socket.create_connection(("127.0.0.1", port), timeout=10):
+                    pass
+    finally:
+        stop(process)
+
+
+def test_a_connection_without_a_handshake_is_closed_after_the_handshake_timeout(tmp_path, built_bundles):
+    """The silent client's thread does not wait forever: the server closes its side after the handshake timeout."""
+    cert, key, _ = write_tls(tmp_path)
+    shutil.copy(built_bundles["v2.0"], tmp_path / NAME)
+    server = make_server(tmp_path, "127.0.0.1", 0, str(cert), str(key), handshake_timeout=0.5)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=30) as silent:
+            with contextlib.suppress(ConnectionResetError):  # closed or reset: either way, not left waiting
+                assert silent.recv(1) == b""
+            context = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+            with (
+                socket.create_connection(server.server_address[:2], timeout=10) as raw,
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+            ):
+                tls.sendall(f"HEAD /{NAME} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+                assert tls.recv(100).startswith(b"HTTP/1.1 200")  # the server itself still serves
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_help_shows_defaults_and_bad_folder_exits_2(tmp_path):

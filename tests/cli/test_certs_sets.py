@@ -164,3 +164,18 @@ def test_a_full_disk_leaves_the_old_set(tmp_path: Path) -> None:
     assert "No space left on device" in result.stderr and str(out) in result.stderr, result.stderr
     assert _digests(out) == before
     _consistent(out)
+
+
+@pytest.mark.parametrize("out_dir", ["pki", "new/nested/pki"], ids=["new-folder", "new-nested-folders"])
+def test_a_full_disk_leaves_no_new_folder(tmp_path: Path, out_dir: str) -> None:
+    """Issue 40, item 5: `certs` on a full disk left the --out-dir it had created behind, empty. A real small tmpfs
+    (256 KiB) is mounted over an empty folder and the certificates asked for do not fit: nothing may be left."""
+    base = tmp_path / "disk"
+    clients = [arg for i in range(100) for arg in ("--client", f"c{i}")]
+    cli = [sys.executable, "-m", "kubeflow_trainer_policy.cli.main"]
+    provider = ["--provider-yaml", base / "provider.yaml"]
+    result = on_full_disk([*cli, "certs", "--out-dir", base / out_dir, *provider, *clients], base, size_kib=256)
+    assert result.code == 2, result
+    assert "Traceback" not in result.stderr and len(result.stderr_lines) == 1, result.stderr
+    assert "No space left on device" in result.stderr, result.stderr
+    assert sorted(p.name for p in base.iterdir()) == []

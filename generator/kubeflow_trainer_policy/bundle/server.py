@@ -6,6 +6,11 @@ size, mtime or inode change, so a rebuilt bundle (written to a temporary file, t
 served with a new ETag at the next poll. Only regular files directly in the folder (never a symlink, which
 could point anywhere) that are OPA bundles (a gzipped tar, within the bundle limits, with a .manifest) are
 served: a stray `*.tar.gz` is not, whatever its name.
+
+With a certificate, the TLS handshake runs in each connection's own thread, bounded by
+HANDSHAKE_TIMEOUT_SECONDS, never in the accept loop: there one client that connects and sends nothing
+would block every other client until it left. A connection that then sends no request within
+IDLE_TIMEOUT_SECONDS is closed, so silent clients do not hold threads forever.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 import ssl
 import stat
 import threading
@@ -28,6 +34,10 @@ from kubeflow_trainer_policy.errors import InputError
 
 BUNDLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.tar\.gz$")
 CONTENT_TYPE = "application/gzip"
+HANDSHAKE_TIMEOUT_SECONDS = 10.0
+"""Seconds a client has to complete the TLS handshake after connecting (OPA's takes milliseconds)."""
+IDLE_TIMEOUT_SECONDS = 60.0
+"""Seconds a connection may wait before (or between) requests, and a blocked read or write may take."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,7 @@ class BundleRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store: BundleStore
     quiet: bool = True
+    timeout = IDLE_TIMEOUT_SECONDS  # StreamRequestHandler applies it to the connection's socket
 
     def do_GET(self) -> None:
         self._answer(with_body=True)
@@ -157,6 +168,22 @@ class BundleRequestHandler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class BundleServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer whose TLS handshakes run in the connection threads, each within a deadline."""
+
+    daemon_threads = True
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
+
+    def finish_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(self.handshake_timeout)
+            try:
+                request.do_handshake()
+            except (OSError, ssl.SSLError):  # a timeout, a client that left or spoke no TLS: drop it quietly
+                return  # process_request_thread closes the socket
+        super().finish_request(request, client_address)
+
+
 def make_server(
     root: Path,
     host: str,
@@ -165,15 +192,17 @@ def make_server(
     key_file: str | None = None,
     quiet: bool = True,
     limits: ArchiveLimits | None = None,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
 ) -> ThreadingHTTPServer:
     handler = type("Handler", (BundleRequestHandler,), {"store": BundleStore(root, limits), "quiet": quiet})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = BundleServer((host, port), handler)
+    server.handshake_timeout = handshake_timeout
     if cert_file:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(cert_file, key_file)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        # The handshake waits for the client: done on accept, it would stall the accept loop (see the module docs).
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
 
 

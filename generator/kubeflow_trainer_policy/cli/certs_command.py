@@ -3,7 +3,8 @@
 Every flag and file is checked before anything is written. A folder that already holds a CA is refused unless
 that CA is reused (`--ca-cert/--ca-key`) or replaced on purpose (`--rotate-ca`): replacing it silently would make
 every certificate it issued stop verifying. The files are published as one set (atomic.publish_set): a kill or a
-full disk at any moment leaves the old set or the new one, never a mix.
+full disk at any moment leaves the old set or the new one, never a mix; a folder this run created is removed
+again when it fails.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -215,12 +217,30 @@ def run(args: argparse.Namespace) -> int:
     files["ca-bundle.txt"] = ((bundle + "\n").encode(), public)
     if args.provider_yaml and _in_out_dir(Path(args.provider_yaml), out):
         files[Path(args.provider_yaml).name] = (_provider_yaml(args, bundle).encode(), public)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    publish_set(out, files)
-    if args.provider_yaml and not _in_out_dir(Path(args.provider_yaml), out):
-        write_text(args.provider_yaml, _provider_yaml(args, bundle))
+    created = _first_missing(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        publish_set(out, files)
+        if args.provider_yaml and not _in_out_dir(Path(args.provider_yaml), out):
+            write_text(args.provider_yaml, _provider_yaml(args, bundle))
+    except BaseException:
+        # publish_set leaves an existing folder as it was, but a folder it had to create stays behind, empty:
+        # remove what this run created (a full disk, a kill by Ctrl-C), so a failure leaves nothing.
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
     print(bundle)
     return 0
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` (itself included) that does not exist yet: what writing into it creates."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
 
 
 def _umask() -> int:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 from kubeflow_trainer_policy.errors import EXIT_OK, InputError
 from kubeflow_trainer_policy.paths import ENGINE_REQUIREMENTS
@@ -52,10 +54,39 @@ def pip_command() -> list[str]:
     ]
 
 
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[^\s=]+\s+(--hash=sha256:[0-9a-f]{64}\s*)+$")
+"""One requirement as pip's hash-checking mode wants it: `name==version --hash=sha256:<hex> ...`."""
+
+
+def pinned_requirements(path: Path) -> list[str]:
+    """The requirements of the pinned file (continuations joined, comments dropped), each pinned and hashed.
+    pip installs nothing from a file without requirements and still exits 0, so one is required here."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "the pinned engine requirements are missing from this install") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"the pinned engine requirements cannot be read: {exc}") from None
+    lines = [re.sub(r"(^|\s)#.*$", "", line).strip() for line in text.replace("\\\n", " ").splitlines()]
+    requirements = [line for line in lines if line]
+    if not requirements:
+        raise InputError(
+            str(path),
+            "has no requirement (empty or only comments), so nothing would be installed: reinstall this package",
+        )
+    for number, requirement in enumerate(requirements, 1):
+        if not PINNED.match(requirement):
+            raise InputError(
+                str(path),
+                f"requirement {number} is not pinned and hashed (want name==version --hash=sha256:...): "
+                f"{requirement[:80]!r}",
+            )
+    return requirements
+
+
 def run(args: argparse.Namespace) -> int:
     command = pip_command()
-    if not ENGINE_REQUIREMENTS.is_file():
-        raise InputError(str(ENGINE_REQUIREMENTS), "the pinned engine requirements are missing from this install")
+    pinned_requirements(ENGINE_REQUIREMENTS)
     if args.dry_run:
         print(shlex.join(command))
         return EXIT_OK
@@ -69,4 +100,9 @@ def run(args: argparse.Namespace) -> int:
     completed = subprocess.run(command, check=False)
     if completed.returncode != 0:
         raise InputError("install-engine", f"pip exited with {completed.returncode} (its output is above)")
+    # pip's 0 is not proof: the engine must now import in a fresh interpreter (this one cached the old state).
+    check = subprocess.run([sys.executable, "-c", "import opa_bindings"], capture_output=True, text=True, check=False)
+    if check.returncode != 0:
+        last = (check.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError("install-engine", f"pip exited 0 but the engine still cannot be imported: {last}")
     return EXIT_OK

@@ -6,20 +6,24 @@ Only the chosen subcommand's module is imported (the others get a stub parser fo
 Exit codes never lie: 0 success/allowed, 1 ONLY for a real denial (review) or a real verification
 or test failure (bundle verify, test, generate --check), 2 for everything else. `main()` is the one
 error boundary: input errors print one line naming the file and field; any other exception prints a
-one-line reason (a traceback only with `--debug`).
+one-line reason (a traceback only with `--debug`). Ctrl-C exits 130 with one line, also in the middle of an
+evaluation by the embedded (Go) engine (see InterruptGuard).
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import errno
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
-from types import ModuleType
+from types import CodeType, FrameType, ModuleType
 from typing import Any, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_ERROR, EngineError, InputError
@@ -122,8 +126,11 @@ def _one_line(text: str) -> str:
 
 
 def _report(prog: str, message: str) -> None:
+    from kubeflow_trainer_policy.cli.reports import visible  # only when there is an error to tell
+
     with suppress(OSError, ValueError):  # stderr itself is gone: nothing left to tell
-        print(f"{prog}: {_one_line(message)}", file=sys.stderr, flush=True)
+        # A file or field name may hold terminal escapes or bytes that are not UTF-8: written as escapes.
+        print(f"{prog}: {visible(_one_line(message))}", file=sys.stderr, flush=True)
 
 
 def _silence_stdout() -> None:
@@ -135,6 +142,8 @@ def _silence_stdout() -> None:
 
 
 STDOUT_NAME = "<stdout>"
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, what shells report for a command stopped by Ctrl-C."""
 
 
 class StdoutError(OSError):
@@ -174,6 +183,79 @@ def _describe(exc: Exception) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
+# Ctrl-C that never lands inside a call from the embedded OPA engine (Go) back into Python.
+#
+# The engine (opa-golib-python-bindings) evaluates in Go and calls Python for custom builtins (the review's
+# text, lenient builtins, external data) through a ctypes callback. Python's default SIGINT handler raises
+# KeyboardInterrupt in whatever Python code runs next; inside such a callback the exception escapes the
+# binding's `except Exception`, ctypes hands Go a garbage pointer, and Go dies with SIGSEGV -> SIGABRT and a
+# goroutine dump (or, depending on where it lands, the interrupt is swallowed and the review goes on).
+#
+# So the handler here raises KeyboardInterrupt only outside those callbacks. Inside one it only notes the
+# interrupt and sets a profile hook on the main thread; the first Python event outside every callback (Go has
+# returned to the caller) re-raises SIGINT through `_thread.interrupt_main`, and the handler then raises
+# KeyboardInterrupt there, where unwinding is safe. Go runs on until its current call returns, then the command
+# unwinds normally (`finally` blocks, temporary files) and `main()` exits 130 with one line.
+
+CALLBACK_MODULE = "opa_bindings.engine"
+"""Where the Go -> Python entry point lives; until that module is imported, no Go code can call back."""
+
+
+def _callback_codes() -> tuple[CodeType, ...]:
+    module = sys.modules.get(CALLBACK_MODULE)
+    engine = getattr(module, "OpaEngine", None)
+    dispatch = getattr(engine, "_dispatch", None)
+    code = getattr(dispatch, "__code__", None)
+    return (code,) if isinstance(code, CodeType) else ()
+
+
+def engine_caller(frame: FrameType | None) -> FrameType | None:
+    """The frame that called into Go, when `frame` runs inside a call from Go back into Python (the frame above
+    the outermost entry of the binding on the stack); None outside every such call."""
+    codes = _callback_codes()
+    caller = None
+    while codes and frame is not None:
+        if frame.f_code in codes:
+            caller = frame.f_back
+        frame = frame.f_back
+    return caller
+
+
+class InterruptGuard:
+    """The SIGINT handler. After it raised once, further SIGINTs are ignored: the command is already unwinding."""
+
+    def __init__(self) -> None:
+        self.raised = False
+        self._caller: FrameType | None = None
+        """While an interrupt waits: the frame that called into Go, where it is delivered."""
+        self._codes: tuple[CodeType, ...] = ()
+
+    def install(self) -> None:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored (nohup, &)
+            signal.signal(signal.SIGINT, self.handle)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.raised:
+            return
+        caller = engine_caller(frame)
+        if caller is not None:
+            self._caller, self._codes = caller, _callback_codes()
+            sys.setprofile(self._watch)
+            return
+        self.raised = True
+        raise KeyboardInterrupt
+
+    def _watch(self, frame: FrameType, event: str, arg: Any) -> None:
+        """Profile hook while an interrupt waits. Go has returned once Python runs in the frame that called it, or
+        in a function that frame calls (a new callback from Go is also called "from" that frame: not that one).
+        Kept to two comparisons: it runs on every call and return of every callback until then."""
+        caller = self._caller
+        if frame is caller or (frame.f_back is caller and frame.f_code not in self._codes):
+            self._caller = None
+            sys.setprofile(None)
+            _thread.interrupt_main(signal.SIGINT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if sys.stdout is None:  # started with file descriptor 1 closed: nothing could tell the result
@@ -181,10 +263,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     stdout = sys.stdout
     sys.stdout = _NamedStdout(stdout)  # type: ignore[assignment]
+    # Ctrl-C must not land inside a call from the Go engine into Python (InterruptGuard); signal handlers can
+    # only be set from the main thread (main() called from another thread keeps Python's default).
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if previous is not None:
+        InterruptGuard().install()
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # before or after the command ran (parsing the command line, flushing)
+        _report("trainer-policy", "interrupted")
+        return EXIT_INTERRUPTED
     finally:
         sys.stdout = stdout
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _main(argv: list[str]) -> int:
@@ -202,7 +294,8 @@ def _main(argv: list[str]) -> int:
     except (InputError, EngineError) as exc:
         _report(prog, str(exc))
     except KeyboardInterrupt:
-        return 130
+        _report(prog, "interrupted")
+        return EXIT_INTERRUPTED
     except StdoutError as exc:
         _silence_stdout()
         if exc.errno == errno.EPIPE:

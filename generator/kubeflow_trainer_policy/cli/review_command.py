@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubeflow_trainer_policy.cli.reports import unicode_safe, visible
 from kubeflow_trainer_policy.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
 
@@ -281,7 +282,7 @@ def _evaluate(args: argparse.Namespace, runner: Any, policy_set: PolicySet, item
     except InputError as exc:
         return ObjectOutcome(item.file, item.index, *identity, errors=[str(exc)])
     for failure in result.builtin_failures:
-        print(f"trainer-policy review: note: {item.source}: {failure}", file=sys.stderr)
+        print(visible(f"trainer-policy review: note: {item.source}: {failure}"), file=sys.stderr)
     unmatched = _unmatched(args, request, result, policy_set, item.source)
     errors = list(result.errors) + ([str(unmatched)] if unmatched else [])
     return ObjectOutcome(item.file, item.index, *identity, violations=result.violations, errors=errors)
@@ -298,7 +299,9 @@ def _unmatched(
     where = where or args.review[0]
     if args.strict:
         return InputError(where, unmatched)
-    print(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)", file=sys.stderr)
+    print(
+        visible(f"trainer-policy review: warning: {where}: {unmatched} (--strict makes this an error)"), file=sys.stderr
+    )
     return None
 
 
@@ -365,7 +368,7 @@ OUTCOME_EXIT = {"allowed": EXIT_ALLOWED, "denied": EXIT_DENIED, "error": EXIT_ER
 def _report_single(args: argparse.Namespace, result: ReviewResult) -> int:
     """One document: the report this command has always printed (json: {allowed, violations})."""
     if args.output == "json":
-        print(json.dumps(result.as_json(), indent=2, sort_keys=True))
+        print(json.dumps(unicode_safe(result.as_json()), indent=2, sort_keys=True))
     elif args.output == "junit":
         name = args.review[0] if args.review[0] != STDIN else "<stdin>"
         outcome = ObjectOutcome(name, 1, "", "", "", list(result.violations), list(result.errors))
@@ -373,10 +376,10 @@ def _report_single(args: argparse.Namespace, result: ReviewResult) -> int:
     else:
         _print_text(result)
     for failure in result.builtin_failures:
-        print(f"trainer-policy review: note: {failure}", file=sys.stderr)
+        print(visible(f"trainer-policy review: note: {failure}"), file=sys.stderr)
 
     if result.errors:
-        print(f"trainer-policy review: {result.errors[0]}", file=sys.stderr)
+        print(visible(f"trainer-policy review: {result.errors[0]}"), file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ALLOWED if result.allowed else EXIT_DENIED
 
@@ -430,14 +433,14 @@ def _report_many(output: str, outcomes: list[ObjectOutcome]) -> int:
         errors = [f"{o.source}: {e}" for o in outcomes for e in o.errors]
         if errors:
             body["errors"] = errors
-        print(json.dumps(body, indent=2, sort_keys=True))
+        print(json.dumps(unicode_safe(body), indent=2, sort_keys=True))
     elif output == "junit":
         print(_junit(outcomes), end="")
     else:
         _print_many(outcomes, counts)
     for o in outcomes:
         for error in o.errors:
-            print(f"trainer-policy review: {error}", file=sys.stderr)
+            print(visible(f"trainer-policy review: {error}"), file=sys.stderr)
     return max((OUTCOME_EXIT[o.outcome] for o in outcomes), default=EXIT_ALLOWED)
 
 
@@ -445,11 +448,11 @@ def _print_many(outcomes: list[ObjectOutcome], counts: dict[str, int]) -> None:
     from kubeflow_trainer_policy.cli.reports import table
 
     for o in outcomes:
-        print(f"{o.source} {o.kind or '?'} {o.object_name or '?'}: {o.outcome}")
+        print(visible(f"{o.source} {o.kind or '?'} {o.object_name or '?'}: {o.outcome}"))
         for v in o.violations:
-            print(f"  [{v.enforcement_action}] {v.constraint}: {v.msg}")
+            print(visible(f"  [{v.enforcement_action}] {v.constraint}: {v.msg}"))
         for error in o.errors:
-            print(f"  [error] {error}")
+            print(visible(f"  [error] {error}"))
     rows = [
         (o.file, str(o.index or "-"), o.kind or "-", o.object_name or "-", o.outcome, str(len(o.violations)))
         for o in outcomes
@@ -487,6 +490,6 @@ def _junit(outcomes: list[ObjectOutcome]) -> str:
 def _print_text(result: ReviewResult) -> None:
     print("allowed" if result.allowed and not result.errors else "denied")
     for v in result.violations:
-        print(f"[{v.enforcement_action}] {v.constraint}: {v.msg}")
+        print(visible(f"[{v.enforcement_action}] {v.constraint}: {v.msg}"))
     for error in result.errors:
-        print(f"[error] {error}")
+        print(visible(f"[error] {error}"))

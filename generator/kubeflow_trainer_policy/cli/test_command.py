@@ -106,16 +106,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(where, "no tests found (want *_test.rego files with test_* rules, or gator Suites)")
     failed = sum(not o.passed for o in outcomes)
     status = EXIT_FAILED if failed else 0
+    from kubeflow_trainer_policy.cli.reports import unicode_safe, visible
+
     if args.output == "junit":
         print(_junit(by_folder), end="")
     elif args.output == "json":
-        print(json.dumps(_json(by_folder, coverage), indent=2, sort_keys=True))
+        print(json.dumps(unicode_safe(_json(by_folder, coverage)), indent=2, sort_keys=True))
     else:
-        for outcome in outcomes:
+        for outcome in outcomes:  # names and details from suite files and prints: no terminal escapes raw
             if not outcome.passed:
-                print(f"FAIL {outcome.name}: {outcome.detail}")
+                print(visible(f"FAIL {outcome.name}: {outcome.detail}", keep="\n"))
             elif not args.quiet:
-                print(f"PASS {outcome.name}")
+                print(visible(f"PASS {outcome.name}"))
         if len(by_folder) > 1 or not args.quiet:
             print(_table(by_folder))
     if coverage is not None:

@@ -192,7 +192,7 @@ ensure_rsync() {
 ensure_go115() {
     local root="$CACHE_DIR/tools/go-1.15"
     GOROOT_115="$root/usr/lib/go-1.15"
-    if [[ -x "$GOROOT_115/bin/go" ]] && "$GOROOT_115/bin/go" version >/dev/null 2>&1; then
+    if [[ -x "$GOROOT_115/bin/go" ]] && GOENV=off "$GOROOT_115/bin/go" version >/dev/null 2>&1; then
         return
     fi
     rm -rf "$root"
@@ -207,7 +207,7 @@ ensure_go115() {
             ln -sfn "$root$target" "$link"
         fi
     done < <(find "$root/usr/lib/go-1.15" -maxdepth 2 -type l -print0)
-    "$GOROOT_115/bin/go" version >/dev/null 2>&1 || die "extracted golang-1.15 does not run"
+    GOENV=off "$GOROOT_115/bin/go" version >/dev/null 2>&1 || die "extracted golang-1.15 does not run"
 }
 
 ensure_build_tools() {
@@ -248,7 +248,8 @@ build_apiserver() {
     (
         cd "$src"
         export GOROOT="$GOROOT_115" PATH="$GOROOT_115/bin:$PATH"
-        export GOCACHE="$build/gocache" GOPROXY=off GOTOOLCHAIN=local
+        # The machine's go env file (GOENV) may set flags Go 1.15 does not know (-buildvcs): ignore it.
+        export GOENV=off GOFLAGS="" GOCACHE="$build/gocache" GOPROXY=off GOTOOLCHAIN=local
         export KUBE_GIT_VERSION="v$upstream" KUBE_GIT_TREE_STATE=clean KUBE_GIT_COMMIT=""
         export KUBE_BUILD_PLATFORMS=linux/amd64
         make WHAT=cmd/kube-apiserver >&2

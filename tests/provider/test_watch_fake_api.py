@@ -43,6 +43,13 @@ def serve(api: FakeApi) -> ThreadingHTTPServer:
 
         def do_GET(self) -> None:
             query = parse_qs(urlparse(self.path).query)
+            if query.get("limit") == ["1"]:  # the prober's health read: a healthy, empty answer
+                data = json.dumps({"metadata": {"resourceVersion": "1"}, "items": []}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             api.requests.append(query)
             if "watch" not in query:
                 status, body = api.lists.pop(0) if api.lists else (500, {"message": "no more lists"})

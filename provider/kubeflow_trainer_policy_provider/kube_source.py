@@ -486,16 +486,16 @@ def _short(exc: BaseException) -> str:
 
 _BEARER = re.compile(r"(?i)\b(bearer)\s+\S+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_MIN_SECRET = 8
 
 
 def redact(text: str, *secrets: str | None) -> str:
     """`text` with every given secret and anything after `Bearer` replaced, control characters (CR/LF) made
     spaces: an exception message may quote a request header (requests does, for an invalid one)."""
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
-            for part in _CONTROL.split(secret):  # a token with CR/LF may be quoted split or escaped
-                if len(part) >= 8:
-                    text = text.replace(part, "[REDACTED]")
+        # Shorter strings are no real token, and replacing them would mangle the message (a test token "x").
+        for part in [secret or "", *_CONTROL.split(secret or "")]:  # quoted whole, split or escaped
+            if len(part) >= _MIN_SECRET:
+                text = text.replace(part, "[REDACTED]")
     text = _BEARER.sub(r"\1 [REDACTED]", text)
     return _CONTROL.sub(" ", text)

@@ -19,7 +19,7 @@ import yaml
 from kubeflow_trainer_policy_provider import kube_auth
 from kubeflow_trainer_policy_provider.cli import main as provider_main
 from kubeflow_trainer_policy_provider.kube_auth import ExecPlugin, KubeAuthError, KubeCredentials
-from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
+from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings, redact
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from tests.provider.conftest import Pki
@@ -155,3 +155,9 @@ def test_exec_plugin_random_bytes_are_blamed_on_the_plugin_not_the_kubeconfig(
     assert code == 2 and len(err) == 1, err
     assert f"exec credential plugin {str(script)!r}" in err[0], err[0]
     assert "not a usable kubeconfig" not in err[0] and "internal error" not in err[0], err[0]
+
+
+def test_redaction_keeps_messages_readable() -> None:
+    message = "Max retries exceeded with url: /apis/jobset.x-k8s.io (Bearer abc)\r\n"
+    assert redact(message, "x") == "Max retries exceeded with url: /apis/jobset.x-k8s.io (Bearer [REDACTED] "
+    assert redact(f"header {SECRET!r}", SECRET) == "header '[REDACTED]'"

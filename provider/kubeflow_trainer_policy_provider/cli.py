@@ -36,6 +36,7 @@ from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetS
 from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 MAX_PORT = 65535
+MIN_STALENESS = 1.0
 
 
 PROG = "trainer-policy-provider"
@@ -152,7 +153,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--max-staleness",
         type=float,
         default=DEFAULT_MAX_STALENESS,
-        help="seconds, > 0: once the watch cache has not been confirmed by the API server for this long, lookups "
+        help="seconds, >= 1: once the watch cache has not been confirmed by the API server for this long, lookups "
         "are live GETs, and errors when the API does not answer (default %(default)s)",
     )
     serve.add_argument(
@@ -195,10 +196,13 @@ def check_flags(args: argparse.Namespace) -> None:
     for flag in ("max_keys", "max_body_bytes", "max_connections", "watch_timeout"):
         if getattr(args, flag) < 1:
             raise InputError(f"--{flag.replace('_', '-')}", f"must be at least 1, got {getattr(args, flag)}")
-    for flag in ("request_timeout", "idle_timeout", "max_staleness"):
+    for flag in ("request_timeout", "idle_timeout"):
         value = getattr(args, flag)
         if not 0 < value < float("inf"):
             raise InputError(f"--{flag.replace('_', '-')}", f"must be a positive number of seconds, got {value}")
+    # Below a second the prober would poll the API server many times a second and time out on a busy one.
+    if not MIN_STALENESS <= args.max_staleness < float("inf"):
+        raise InputError("--max-staleness", f"must be at least {MIN_STALENESS:g} seconds, got {args.max_staleness}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(args.tls_cert, args.tls_key)

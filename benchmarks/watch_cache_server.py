@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from kubeflow_trainer_policy_provider.http_server import Limits
@@ -26,8 +27,16 @@ from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 
 class PrefilledSource(KubeJobSetSource):
-    def start(self) -> None:  # the cache is filled by install_list; no watcher
-        pass
+    """No watcher and no API server: the cache is filled by install_list, and a thread stands in for the
+    prober of a healthy API (confirming the cache twice a second), so lookups take the same freshness check
+    as in production."""
+
+    def start(self) -> None:
+        def confirm() -> None:
+            while not self._stop.wait(0.5):
+                self._confirmed_at = time.monotonic()
+
+        threading.Thread(target=confirm, name="confirm", daemon=True).start()
 
 
 def main(argv: list[str]) -> int:

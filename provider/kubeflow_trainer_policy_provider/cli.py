@@ -27,7 +27,7 @@ from kubeflow_trainer_policy_provider.http_server import (
     Limits,
 )
 from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCredentials, default_credentials
-from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource, WatchSettings
+from kubeflow_trainer_policy_provider.kube_source import DEFAULT_MAX_STALENESS, KubeJobSetSource, WatchSettings
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
 from kubeflow_trainer_policy_provider.reader import add_limit_arguments, configure, limits_from_args, read_documents
@@ -36,6 +36,7 @@ from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetS
 from kubeflow_trainer_policy_provider.tls import TLSFiles
 
 MAX_PORT = 65535
+MIN_STALENESS = 1.0
 
 
 PROG = "trainer-policy-provider"
@@ -112,7 +113,11 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
         "else ~/.kube/config); token, tokenFile, client certificates and exec credential plugins are supported",
     )
     serve.add_argument("--context", help="kubeconfig context (default: current-context)")
-    serve.add_argument("--namespace", help="watch JobSets in this namespace only (default: all namespaces)")
+    serve.add_argument(
+        "--namespace",
+        help="watch JobSets in this namespace only; a lookup for any other namespace is then a per-key error, "
+        "so the policy denies there (default: all namespaces)",
+    )
     add_limit_arguments(serve)
     serve.add_argument(
         "--max-keys", type=int, default=MAX_KEYS, help="keys per ProviderRequest, at least 1 (default %(default)s)"
@@ -143,6 +148,13 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--watch-timeout", type=int, default=300, help="seconds per watch stream, at least 1 (default %(default)s)"
+    )
+    serve.add_argument(
+        "--max-staleness",
+        type=float,
+        default=DEFAULT_MAX_STALENESS,
+        help="seconds, >= 1: once the watch cache has not been confirmed by the API server for this long, lookups "
+        "are live GETs, and errors when the API does not answer (default %(default)s)",
     )
     serve.add_argument(
         "--log-level",
@@ -188,6 +200,9 @@ def check_flags(args: argparse.Namespace) -> None:
         value = getattr(args, flag)
         if not 0 < value < float("inf"):
             raise InputError(f"--{flag.replace('_', '-')}", f"must be a positive number of seconds, got {value}")
+    # Below a second the prober would poll the API server many times a second and time out on a busy one.
+    if not MIN_STALENESS <= args.max_staleness < float("inf"):
+        raise InputError("--max-staleness", f"must be at least {MIN_STALENESS:g} seconds, got {args.max_staleness}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(args.tls_cert, args.tls_key)
@@ -218,7 +233,9 @@ def _credentials(args: argparse.Namespace) -> KubeCredentials:
 def build_source(args: argparse.Namespace, metrics: ProviderMetrics, logger: JsonLogger) -> JobSetSource:
     if args.objects:
         return StaticJobSetSource(doc.body for path in args.objects for doc in read_documents(path))
-    settings = WatchSettings(namespace=args.namespace, watch_timeout_seconds=args.watch_timeout)
+    settings = WatchSettings(
+        namespace=args.namespace, watch_timeout_seconds=args.watch_timeout, max_staleness=args.max_staleness
+    )
     return KubeJobSetSource(_credentials(args), metrics, logger, settings)
 
 

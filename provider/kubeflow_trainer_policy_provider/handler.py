@@ -139,9 +139,19 @@ class ProviderHandler:
             parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
         return Answer((_PREFIX + ",".join(parts) + "]}}").encode(), len(keys), errors)
 
+    def answer_from_memory(self, body: Any) -> Answer | None:
+        """`answer(body)` when it needs no Kubernetes API call right now, else None (the event loop then runs
+        `answer` on a thread): the source may have stopped answering from memory since the caller checked."""
+        keys = self.keys_of(body)
+        if isinstance(keys, str):
+            return Answer(_dumps(provider_response([], system_error=keys)).encode(), system_error=keys)
+        table = self._memory_table()
+        return None if table is None else self._answer_from_table(keys, table)
+
     def _memory_table(self) -> dict[str, str] | None:
         """The source's value JSON by key, when it answers from memory right now (a valid key not in it
-        is not found); None when lookups must go through `lookup` (a watch cache that is not synced)."""
+        is not found, unless the source's `scope_error` names its namespace); None when lookups must go
+        through `lookup` (a watch cache that is not synced or not known to be fresh)."""
         source = self.source
         answers_from_memory = getattr(source, "answers_from_memory", None)
         if answers_from_memory is None or not answers_from_memory():
@@ -151,6 +161,7 @@ class ProviderHandler:
     def _answer_from_table(self, keys: list[str], table: dict[str, str]) -> Answer:
         """`answer` for a source held in memory: one dict read per key, no deadline needed."""
         get = table.get
+        scope_error = getattr(self.source, "scope_error", None)
         parts: list[str] = []
         errors = 0
         for key in keys:
@@ -159,9 +170,11 @@ class ProviderHandler:
                 parts.append('{"key":"' + key + '","value":' + value + "}")
                 continue
             parsed = parse_key(key)
-            if parsed is None:
+            outside = "" if parsed is None or scope_error is None else scope_error(parsed[0])
+            if parsed is None or outside:  # a namespace the source cannot see: "not found" would allow
                 errors += 1
-                parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(invalid_key_error(key)) + "}")
+                message = invalid_key_error(key) if parsed is None else outside
+                parts.append('{"key":' + _dumps(key) + ',"error":' + _dumps(message) + "}")
             else:
                 value = get(f"{parsed[0]}/{parsed[1]}", NOT_FOUND.value_json)
                 parts.append('{"key":' + _dumps(key) + ',"value":' + value + "}")

@@ -670,8 +670,10 @@ class _Connection(asyncio.Protocol):
         handler = server.provider_handler
         assert handler is not None
         if server._answers_from_memory():
-            self._answered(head, handler.answer(document), started)
-            return
+            answer = handler.answer_from_memory(document)
+            if answer is not None:
+                self._answered(head, answer, started)
+                return
         # The source may call the Kubernetes API: answer on a thread, keep the loop serving.
         assert server.executor is not None and server.loop is not None
         self.state = BUSY

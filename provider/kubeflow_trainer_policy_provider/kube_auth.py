@@ -21,9 +21,13 @@ What it cannot do, refused at start with a one-line error rather than connecting
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import os
+import re
+import selectors
+import signal
 import subprocess
 import tempfile
 import threading
@@ -41,6 +45,9 @@ from kubeflow_trainer_policy_provider.reader import read_documents
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
 EXEC_TIMEOUT_SECONDS = 30.0
+EXEC_MAX_OUTPUT_BYTES = 1 << 20
+"""An ExecCredential is a token or a certificate and key: kilobytes. More is a broken plugin."""
+EXEC_STDERR_KEPT_BYTES = 4096
 EXEC_EXPIRY_MARGIN_SECONDS = 10.0
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 UNSUPPORTED_USER_FIELDS = ("auth-provider", "username", "password", "as", "as-groups", "as-uid", "as-user-extra")
@@ -64,40 +71,114 @@ class ExecPlugin:
     """Sent in $KUBERNETES_EXEC_INFO when the kubeconfig sets provideClusterInfo."""
 
     def run(self) -> dict[str, Any]:
-        """The ExecCredential's status ({token} or {clientCertificateData, clientKeyData}, expirationTimestamp)."""
+        """The ExecCredential's status ({token} or {clientCertificateData, clientKeyData}, expirationTimestamp).
+
+        Every failure is a KubeAuthError naming the plugin (never the token): not found, a timeout, too much
+        output, an exit code, output that is not an ExecCredential."""
         spec: dict[str, Any] = {"interactive": False}
         if self.cluster_info is not None:
             spec["cluster"] = self.cluster_info
         info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": spec}
         env = {**os.environ, **self.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
+        name = f"exec credential plugin {self.command!r}"
+        returncode, stdout, stderr = self._spawn(name, env)
+        if returncode != 0:
+            tail = " ".join(stderr.decode(errors="replace").split())[-300:]
+            raise KubeAuthError(f"{name} exited {returncode}: {tail}")
         try:
-            done = subprocess.run(
+            credential = json.loads(stdout)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            raise KubeAuthError(f"{name} printed no JSON ExecCredential") from exc
+        if not isinstance(credential, dict):
+            credential = {}
+        status = credential.get("status")
+        if credential.get("kind") != "ExecCredential" or not isinstance(status, dict):
+            raise KubeAuthError(f"{name} printed no ExecCredential with a status")
+        token = status.get("token")
+        if token is not None and not isinstance(token, str):
+            raise KubeAuthError(f"{name} returned a status.token that is not a string")
+        if token:
+            status = {**status, "token": checked_token(token, name)}
+        elif not (
+            isinstance(status.get("clientCertificateData"), str) and isinstance(status.get("clientKeyData"), str)
+        ):
+            raise KubeAuthError(f"{name} returned neither a token nor a certificate")
+        return status
+
+    def _spawn(self, name: str, env: dict[str, str]) -> tuple[int, bytes, bytes]:
+        """Run the plugin in its own process group; kill the whole group when it takes too long or prints too
+        much (a plugin's helpers must not outlive it, nor its output fill the provider's memory)."""
+        try:
+            proc = subprocess.Popen(
                 [self.command, *self.args],
                 env=env,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=EXEC_TIMEOUT_SECONDS,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             hint = f" ({self.install_hint.strip()})" if self.install_hint else ""
-            raise KubeAuthError(f"exec credential plugin {self.command!r} not found{hint}") from exc
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise KubeAuthError(f"exec credential plugin {self.command!r} failed: {exc}") from exc
-        if done.returncode != 0:
-            tail = " ".join(done.stderr.split())[-300:]
-            raise KubeAuthError(f"exec credential plugin {self.command!r} exited {done.returncode}: {tail}")
+            raise KubeAuthError(f"{name} not found{hint}") from exc
+        except (OSError, ValueError) as exc:
+            raise KubeAuthError(f"{name} could not be started: {type(exc).__name__}: {exc}") from exc
+        deadline = time.monotonic() + EXEC_TIMEOUT_SECONDS
+        stdout, stderr = bytearray(), bytearray()
+        problem = ""
         try:
-            credential = json.loads(done.stdout)
-        except ValueError as exc:
-            raise KubeAuthError(f"exec credential plugin {self.command!r} printed no JSON ExecCredential") from exc
-        status = credential.get("status") if isinstance(credential, dict) else None
-        if credential.get("kind") != "ExecCredential" or not isinstance(status, dict):
-            raise KubeAuthError(f"exec credential plugin {self.command!r} printed no ExecCredential with a status")
-        if not status.get("token") and not (status.get("clientCertificateData") and status.get("clientKeyData")):
-            raise KubeAuthError(f"exec credential plugin {self.command!r} returned neither a token nor a certificate")
-        return status
+            with selectors.DefaultSelector() as selector:
+                assert proc.stdout is not None and proc.stderr is not None
+                selector.register(proc.stdout, selectors.EVENT_READ, stdout)
+                selector.register(proc.stderr, selectors.EVENT_READ, stderr)
+                while selector.get_map() and not problem:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        problem = f"did not finish within {EXEC_TIMEOUT_SECONDS:g}s"
+                        break
+                    for key, _ in selector.select(left):
+                        chunk = os.read(key.fd, 65536)
+                        if not chunk:
+                            selector.unregister(key.fileobj)
+                            continue
+                        buffer: bytearray = key.data
+                        buffer += chunk
+                        if buffer is stdout and len(stdout) > EXEC_MAX_OUTPUT_BYTES:
+                            problem = f"printed more than {EXEC_MAX_OUTPUT_BYTES} bytes"
+                        elif buffer is stderr and len(stderr) > EXEC_MAX_OUTPUT_BYTES:
+                            del stderr[: len(stderr) - EXEC_STDERR_KEPT_BYTES]  # keep the tail only
+            if not problem:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    problem = f"did not finish within {EXEC_TIMEOUT_SECONDS:g}s"
+        finally:
+            if problem or proc.returncode is None:
+                _kill_group(proc)
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        if problem:
+            raise KubeAuthError(f"{name} {problem}; its process group was killed")
+        return proc.returncode, bytes(stdout), bytes(stderr)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(5)
+
+
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+
+
+def checked_token(token: str, where: str) -> str:
+    """A bearer token as an HTTP header carries it: surrounding whitespace dropped, anything but visible ASCII
+    refused (a CR/LF would otherwise end up in error messages and logs; the token is never quoted)."""
+    stripped = token.strip()
+    if not _TOKEN_CHARS.fullmatch(stripped):
+        raise KubeAuthError(f"{where} returned a token with whitespace, control or non-ASCII characters in it")
+    return stripped
 
 
 def _expiry(status: Mapping[str, Any]) -> float:
@@ -151,7 +232,7 @@ class KubeCredentials:
         if self.token_file:
             with self._lock:
                 if time.monotonic() - self._token_read_at > TOKEN_REREAD_SECONDS or not self.token:
-                    self.token = Path(self.token_file).read_text().strip()
+                    self.token = checked_token(Path(self.token_file).read_text(), f"token file {self.token_file}")
                     self._token_read_at = time.monotonic()
         return self.token
 
@@ -279,7 +360,7 @@ def _credentials(
     elif cluster.get("certificate-authority"):
         creds.ca_file = _path(cluster_base, cluster["certificate-authority"])
     if user.get("token"):
-        creds.token = str(user["token"])
+        creds.token = checked_token(str(user["token"]), "kubeconfig user.token")
     elif user.get("tokenFile"):
         creds.token_file = _path(user_base, user["tokenFile"])
     cert = user.get("client-certificate") and _path(user_base, user["client-certificate"])

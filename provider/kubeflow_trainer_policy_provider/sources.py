@@ -65,7 +65,8 @@ class JobSetSource(Protocol):
 
 class MemorySource(Protocol):
     """Optional fast path: while `answers_from_memory()`, `values_by_key` maps every served key
-    (`keys.canonical_key`) to its value's JSON, and a valid key missing from it is not found."""
+    (`keys.canonical_key`) to its value's JSON, and a valid key missing from it is not found, unless
+    the source also has `scope_error(namespace) -> str` and it names that namespace (an error answer)."""
 
     def answers_from_memory(self) -> bool: ...
 

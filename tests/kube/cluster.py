@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import dataclasses
 import datetime
 import ipaddress
 import json as jsonlib
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -476,6 +477,41 @@ class KubeCluster:
         elapsed = time.monotonic() - t
         self.timings["last_restart_s"] = elapsed
         return elapsed
+
+    @contextlib.contextmanager
+    def frozen_apiserver(self) -> Iterator[None]:
+        """SIGSTOP the kube-apiserver (its sockets stay open, nothing answers: a half-open server) until the
+        block ends, then SIGCONT."""
+        popen = self._apiserver.popen
+        if popen is None:
+            raise KubeClusterError("kube-apiserver is not running")
+        os.kill(popen.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(popen.pid, signal.SIGCONT)
+
+    @contextlib.contextmanager
+    def second_apiserver(self) -> Iterator[KubeCluster]:
+        """Another kube-apiserver on the same etcd (another port, same certificates and token), as a view of
+        this cluster whose API helpers (`apply_jobset`, `set_jobset_status`, ...) go through it."""
+        port = free_port()
+        argv = [
+            f"--secure-port={port}"
+            if arg.startswith("--secure-port=")
+            else f"--cert-dir={self.workdir / 'apiserver2-certs'}"
+            if arg.startswith("--cert-dir=")
+            else arg
+            for arg in self._apiserver.argv
+        ]
+        process = _Process("kube-apiserver-2", argv, self.workdir / "apiserver2.log")
+        view = dataclasses.replace(self, apiserver_port=port, _apiserver=process)
+        process.start()
+        try:
+            view._wait(process, view._apiserver_ready, "second kube-apiserver /readyz")
+            yield view
+        finally:
+            process.stop()
 
     def stop(self) -> None:
         """Kill both process groups and remove the work directory (idempotent)."""

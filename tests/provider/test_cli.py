@@ -172,6 +172,8 @@ def _ok(s: object, url: str) -> bool:
         ("--handshake-timeout", "inf"),
         ("--max-body-bytes", "-5"),
         ("--health-port", "70000"),
+        ("--max-staleness", "0.2"),
+        ("--max-staleness", "nan"),
     ],
 )
 def test_serve_refuses_nonsense_limits_up_front(

@@ -240,3 +240,112 @@ def test_apiserver_restart_recovers_and_serves_no_wrong_answer(
     assert metrics.watch_restarts.value(reason="error") + metrics.watch_restarts.value(reason="gone") >= 1
     assert metrics.api_calls.value(verb="list", code="200") >= 2  # re-listed after the break
     assert recovered_at > 0
+
+
+# ------------------------------------------------------------------------------------- fresh or fail (issue 40)
+STALENESS = 2.0
+ACTIVE = ["launcher", "node"]
+
+
+def test_sigstopped_apiserver_gives_no_stale_inactive_answer_past_the_staleness_bound(
+    kube_cluster: KubeCluster, namespace: str, start_provider: StartProvider, pki: Pki
+) -> None:
+    """The provider's kube-apiserver is frozen with SIGSTOP (a half-open server: its sockets stay open, nothing
+    answers) while a second kube-apiserver on the same etcd marks the JobSet active. Past the staleness bound
+    no answer may say "inactive": each is an error (the rule denies) until the frozen server is back; then the
+    provider answers "active". Before the fix 383 of 410 answers said "inactive" for 390 s."""
+    kube_cluster.apply_jobset(namespace, "frozen", REPLICATED)
+    kube_cluster.set_jobset_status(namespace, "frozen", status(0, 0))
+    source, metrics = make_source(
+        from_kubeconfig(kube_cluster.kubeconfig), namespace=namespace, max_staleness=STALENESS
+    )
+    running = start_provider(source)
+    key = f"{namespace}/frozen"
+    answers: list[tuple[float, dict[str, Any]]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        poller = session(str(pki.ca))
+        while not stop.is_set():
+            sent = time.monotonic()
+            answers.append((sent, items(post(poller, running.url, [key]))[key]))
+            time.sleep(0.02)
+
+    with kube_cluster.second_apiserver() as other:
+        source.start()
+        s = session(str(pki.ca))
+        assert source.wait_ready(15)
+        wait_until(lambda: source.fresh and value(s, running.url, key)["activeReplicatedJobs"] == [], timeout=5)
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            with kube_cluster.frozen_apiserver():
+                frozen_at = time.monotonic()
+                other.set_jobset_status(namespace, "frozen", status(1, 2))
+                activated_at = time.monotonic()
+                time.sleep(STALENESS + 4.0)
+                thawed_at = time.monotonic()
+            took = wait_until(lambda: answers[-1][1].get("value", {}).get("activeReplicatedJobs") == ACTIVE, timeout=60)
+            correct_at = time.monotonic()
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            thread.join(10)
+            source.stop()
+
+    def inactive(item: dict[str, Any]) -> bool:
+        return "value" in item and item["value"]["activeReplicatedJobs"] == []
+
+    past_bound = [(at, item) for at, item in answers if at > activated_at + STALENESS]
+    stale = [(round(at - frozen_at, 2), item) for at, item in past_bound if inactive(item)]
+    frozen_window = [item for at, item in answers if activated_at + STALENESS < at < thawed_at]
+    print(
+        f"\nfrozen {thawed_at - frozen_at:.1f}s, {len(answers)} answers, {len(past_bound)} past the bound, "
+        f"{len(stale)} stale inactive, {sum('error' in i for i in frozen_window)}/{len(frozen_window)} errors while "
+        f"frozen past the bound, correct {took:.1f}s after the thaw"
+    )
+    assert frozen_window, "no lookup was answered while the API server was frozen"
+    assert not stale, stale[:3]
+    # an error, or (a GET sent just before the thaw and answered after it) the new state; never "inactive"
+    assert all("error" in item or item["value"]["activeReplicatedJobs"] == ACTIVE for item in frozen_window)
+    assert sum("error" in item for item in frozen_window) >= len(frozen_window) - 1, frozen_window
+    assert metrics.watch_restarts.value(reason="stale") >= 1
+    assert metrics.api_calls.value(verb="list", code="200") >= 2  # re-listed (a quorum read) after the thaw
+    after = [item for at, item in answers if at > correct_at]
+    assert after and all(item.get("value", {}).get("activeReplicatedJobs") == ACTIVE for item in after), after[:3]
+
+
+def test_namespace_scoped_provider_answers_other_namespaces_with_an_error(
+    kube_cluster: KubeCluster, start_provider: StartProvider, pki: Pki
+) -> None:
+    """`--namespace team-a` cannot see team-b: a lookup there is a per-key error (deny), never found:false,
+    from the fresh cache and from the live GET path alike; its own namespace answers as before."""
+    stamp = f"{int(time.time()) % 100000}-{next(_ids)}"
+    team_a, team_b = f"team-a-{stamp}", f"team-b-{stamp}"
+    for name in (team_a, team_b):
+        kube_cluster.create_namespace(name)
+    kube_cluster.apply_jobset(team_b, "busy", REPLICATED)
+    kube_cluster.set_jobset_status(team_b, "busy", status(1, 2))
+    kube_cluster.apply_jobset(team_a, "mine", REPLICATED)
+    source, _ = make_source(from_kubeconfig(kube_cluster.kubeconfig), namespace=team_a)
+    running = start_provider(source)
+    s = session(str(pki.ca))
+    keys = [f"{team_b}/busy", f"{team_b}/busy#uid-1", f"{team_a}/mine", f"{team_a}/absent"]
+
+    def check() -> None:
+        got = items(post(s, running.url, keys))
+        for key in keys[:2]:
+            assert "value" not in got[key] and "cannot see namespace" in got[key]["error"], got[key]
+            assert repr(team_a) in got[key]["error"]
+        assert got[keys[2]]["value"] == {"found": True, "activeReplicatedJobs": []}
+        assert got[keys[3]]["value"] == {"found": False, "activeReplicatedJobs": []}
+
+    check()  # before the first list: the live GET path
+    source.start()
+    try:
+        assert source.wait_ready(15)
+        wait_until(lambda: source.fresh, timeout=5)
+        check()  # the fresh cache (the server's in-memory fast path)
+        assert source.lookup(team_b, "busy").error
+    finally:
+        source.stop()

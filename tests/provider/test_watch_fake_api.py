@@ -35,6 +35,8 @@ class FakeApi:
         self.lists, self.watches = lists, watches
         self.requests: list[dict[str, list[str]]] = []
         self.hold = threading.Event()
+        self.probe_status = 200
+        self.probes = self.gets = 0
 
 
 def serve(api: FakeApi) -> ThreadingHTTPServer:
@@ -43,6 +45,20 @@ def serve(api: FakeApi) -> ThreadingHTTPServer:
 
         def do_GET(self) -> None:
             query = parse_qs(urlparse(self.path).query)
+            if not urlparse(self.path).path.endswith("/jobsets"):  # an object GET: this fake has no objects
+                api.gets += 1
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if query.get("limit") == ["1"]:  # the prober's health read: a healthy, empty answer (or probe_status)
+                api.probes += 1
+                data = json.dumps({"metadata": {"resourceVersion": "1"}, "items": []}).encode()
+                self.send_response(api.probe_status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             api.requests.append(query)
             if "watch" not in query:
                 status, body = api.lists.pop(0) if api.lists else (500, {"message": "no more lists"})
@@ -77,11 +93,12 @@ def serve(api: FakeApi) -> ThreadingHTTPServer:
 def run_fake() -> Iterator[Any]:
     stops: list[Any] = []
 
-    def run(api: FakeApi) -> tuple[KubeJobSetSource, ProviderMetrics]:
+    def run(api: FakeApi, **settings: Any) -> tuple[KubeJobSetSource, ProviderMetrics]:
         server = serve(api)
         metrics = ProviderMetrics()
         creds = KubeCredentials(server=f"http://127.0.0.1:{server.server_address[1]}", token="t")
-        source = KubeJobSetSource(creds, metrics, JsonLogger(min_level="error"), WatchSettings(backoff_initial=0.05))
+        watch = WatchSettings(**{"backoff_initial": 0.05, **settings})
+        source = KubeJobSetSource(creds, metrics, JsonLogger(min_level="error"), watch)
         stops.append((api, server, source))
         source.start()
         return source, metrics
@@ -144,3 +161,18 @@ def test_list_failure_keeps_the_source_unready_and_retries_with_backoff_fake_api
     assert metrics.api_calls.value(verb="list", code="500") == 2
     assert metrics.watch_restarts.value(reason="error") == 2
     assert source.lookup("ns", "a").value == {"found": True, "activeReplicatedJobs": ["node"]}
+
+
+def test_probes_answered_with_errors_end_trust_in_the_cache_after_the_bound_fake_api(run_fake: Any) -> None:
+    """An API server that answers, but not with the state (HTTP 500 to every probe), never confirms the cache:
+    past the bound the cached "inactive" is no longer served; the key is a live GET (here an error) and the
+    watch is aborted for a re-list."""
+    api = FakeApi(lists=[(200, {"metadata": {"resourceVersion": "10"}, "items": [jobset("a", "9")]})], watches=[])
+    source, metrics = run_fake(api, max_staleness=1.0)
+    assert source.wait_ready(5)
+    assert source.lookup("ns", "a").value == {"found": True, "activeReplicatedJobs": []}
+    api.probe_status = 500
+    wait_until(lambda: not source.fresh, timeout=5)
+    assert source.lookup("ns", "a").error and api.gets >= 1
+    wait_until(lambda: metrics.watch_restarts.value(reason="stale") >= 1, timeout=5)
+    assert metrics.api_calls.value(verb="probe", code="500") >= 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +105,15 @@ def _create(tmp_path: Path, cluster: KubeCluster, text: str, dry_run: str) -> su
 
 
 def _typed(value: Any) -> Any:
-    """The value with the JSON type of every scalar made explicit: 1000 and 1000.0 and True differ."""
+    """The value with the JSON type of every scalar made explicit (True is not 1, "1" is not 1), numbers by their
+    exact decimal value: kubectl prints a float64 the API server holds in Go's shortest form without exponent
+    (18446744073709552000), which json reads back as an int, and OPA compares numbers by decimal value."""
     if isinstance(value, dict):
         return {k: _typed(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_typed(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ("number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
     return (type(value).__name__, value)
 
 

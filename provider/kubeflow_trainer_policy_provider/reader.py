@@ -2,9 +2,10 @@
 
 Every input is read with limits (bytes, documents, nesting, nodes added by YAML aliases) and refused with an
 `InputError` naming the file and the limit; duplicate mapping keys and numbers no float64 holds are refused
-naming the key or field. Documents come out one by one with their place in the stream, numbers as Kubernetes
-decodes them (see `as_kubernetes_json`). Limits come from `ReadLimits.from_env()` unless a command line
-sets them (`configure`).
+naming the key or field. Documents come out one by one with their place in the stream, YAML scalars resolved as
+kubectl resolves them (`_go_resolve`: `1e3` is 1000, `0o10` is 8, `on` is true) and numbers as Kubernetes decodes
+them (see `as_kubernetes_json`). Limits come from `ReadLimits.from_env()` unless a command line sets them
+(`configure`); a bad YAML input is refused from libyaml's one pass, never parsed again.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ import os
 import secrets
 import stat
 import sys
+import weakref
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,7 @@ class FactCache:
         self._dir_fd: int | None = None
         self._key = b""
         self._usable: bool | None = None  # None: not opened yet
+        self._closer: weakref.finalize | None = None
 
     def _open(self) -> bool:
         """Opens (once) the folder and the key; False, with one warning, when either is not safe to use."""
@@ -193,6 +195,9 @@ class FactCache:
                 try:
                     self._key = _load_key(key_dir())
                     self._dir_fd = _open_private_folder(self.folder)
+                    # Closed when the cache is collected, or at exit (a finalizer, unlike __del__, runs before
+                    # the interpreter tears its modules down).
+                    self._closer = weakref.finalize(self, os.close, self._dir_fd)
                     self._usable = True
                 except UnsafeFolder as exc:
                     warn(str(exc))
@@ -201,12 +206,10 @@ class FactCache:
         return self._usable
 
     def close(self) -> None:
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
-
-    def __del__(self) -> None:
-        self.close()
+        if self._closer is not None:
+            self._closer()
+        self._dir_fd = None
+        self._usable = None
 
     def _name(self, source_hash: str) -> str:
         return hashlib.sha256(self._salt + source_hash.encode()).hexdigest() + ".json"

@@ -409,24 +409,34 @@ class _StrictLoader(_SCANNER):  # type: ignore[misc, valid-type]
         or two keys that become the same JSON key (`1` and `1.0`, `yes` and `true`), is an error."""
         if not isinstance(node, yaml.MappingNode):
             return super().construct_mapping(node, deep=deep)
-        own = [key_node for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge"]
-        self.flatten_mapping(node)  # merged keys first: the mapping's own keys override them
-        merged = len(node.value) - len(own)
         mapping: dict[str, Any] = {}
         seen: set[str] = set()
-        for index, (key_node, value_node) in enumerate(node.value):
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                # go-yaml v2 merges where `<<` is written: over the keys before it, under the keys after it;
+                # of several mappings, the first wins.
+                for merged in reversed(self._merged(value_node, deep)):
+                    mapping.update(merged)
+                continue
             key = self._json_key(key_node, deep)
-            if index >= merged:
-                if key in seen:
-                    mark = key_node.start_mark
-                    raise DuplicateKeyError(
-                        problem=f"duplicate key {_written(key_node, key)!r} at line {mark.line + 1}, "
-                        f"column {mark.column + 1}",
-                        problem_mark=mark,
-                    )
-                seen.add(key)
+            if key in seen:  # only keys written twice in the mapping itself: merged ones may be overridden
+                mark = key_node.start_mark
+                raise DuplicateKeyError(
+                    problem=f"duplicate key {_written(key_node, key)!r} at line {mark.line + 1}, "
+                    f"column {mark.column + 1}",
+                    problem_mark=mark,
+                )
+            seen.add(key)
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
+
+    def _merged(self, node: yaml.Node, deep: bool) -> list[dict[str, Any]]:
+        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        if not all(isinstance(n, yaml.MappingNode) for n in nodes):
+            raise yaml.constructor.ConstructorError(
+                None, None, "map merge requires a mapping or a sequence of mappings as its value", node.start_mark
+            )
+        return [self.construct_mapping(n, deep=True) for n in nodes]
 
     def _json_key(self, node: yaml.Node, deep: bool) -> str:
         tag = node.tag

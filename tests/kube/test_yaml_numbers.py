@@ -149,6 +149,27 @@ def test_every_spelling_of_a_key_is_read_as_the_api_server_stores_it(kube_cluste
     assert len(seen) == len(KEYS)
 
 
+MERGES = [
+    "  base: &x {k: 2, j: 5}",
+    "  other: &y {k: 3, m: 4}",
+    "  before: {k: 1, <<: *x}",
+    "  after: {<<: *x, k: 1}",
+    "  both: {<<: [*x, *y]}",
+    "  twice: {<<: *x, <<: *y}",
+    "  block:",
+    "    k: 0",
+    "    <<: *y",
+    "    m: 9",
+]
+"""go-yaml v2 merges `<<` where it is written (over the keys before it); PyYAML let the mapping's own keys win."""
+
+
+@pytest.mark.parametrize("dry_run", ["server", "client"])
+def test_merge_keys_are_read_as_the_api_server_stores_them(kube_cluster, tmp_path, dry_run):
+    text = _trainjob("merges", MERGES)
+    assert _typed(_read(text)) == _typed(_stored(tmp_path, kube_cluster, text, dry_run))
+
+
 @pytest.mark.parametrize("spelling", REFUSED_BY_BOTH)
 def test_what_kubectl_refuses_the_reader_refuses(kube_cluster, tmp_path, spelling):
     proc = _create(tmp_path, kube_cluster, _values_manifest([spelling]), "client")

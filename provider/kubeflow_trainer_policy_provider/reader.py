@@ -531,8 +531,9 @@ def _go_float(value: float) -> int | float:
 
 
 def _go_resolve(text: str) -> tuple[str, Any]:
-    """go-yaml v2's resolve() of a plain scalar: its kind (str, bool, null, int, float) and Go value. A float
-    no float64 holds is OutOfRange (go-yaml keeps the text; a field typed as a number would refuse it)."""
+    """go-yaml v2's resolve() of a plain scalar: its kind (str, bool, null, int, float) and Go value. A float no
+    float64 holds (`1e400`) is text, as Go's ParseFloat fails on it; a literal of more than MAX_NUMBER_DIGITS
+    characters that looks like a number is OutOfRange (refused), not converted."""
     if text in _BOOLS:
         return "bool", _BOOLS[text]
     if text in _NULLS:
@@ -541,7 +542,7 @@ def _go_resolve(text: str) -> tuple[str, Any]:
         return "float", _SPECIAL_FLOATS[text]  # refused later, as encoding/json refuses NaN and infinities
     first = text[:1]
     if first == ".":
-        return ("float", _parse_float(text)) if _DOT_FLOAT.match(text) else ("str", text)
+        return _parse_float(text) if _DOT_FLOAT.match(text) else ("str", text)
     if not first or first not in "+-0123456789":
         return "str", text
     plain = text.replace("_", "")
@@ -553,7 +554,8 @@ def _go_resolve(text: str) -> tuple[str, Any]:
     if number is not None:
         return "int", number
     if _YAML_STYLE_FLOAT.match(plain):
-        return "float", _parse_float(plain)
+        found, value = _parse_float(plain)
+        return (found, value) if found == "float" else ("str", text)
     if plain.startswith("0b"):
         number = _go_parse_int(plain[2:], 2)
         if number is None and plain[2:3] not in ("+", "-"):
@@ -563,9 +565,9 @@ def _go_resolve(text: str) -> tuple[str, Any]:
     return ("int", number) if number is not None else ("str", text)
 
 
-def _parse_float(text: str) -> float | OutOfRange:
+def _parse_float(text: str) -> tuple[str, Any]:
     value = float(text)
-    return OutOfRange(text) if math.isinf(value) else value
+    return ("str", text) if math.isinf(value) else ("float", value)
 
 
 def _as_stored(value: Any) -> Any:

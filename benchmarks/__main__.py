@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.granian_guarantees",
     "benchmarks.cli_startup",
     "benchmarks.review_folder",
+    "benchmarks.yaml_reader",
 ]
 
 

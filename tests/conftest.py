@@ -30,9 +30,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def session_fact_cache(tmp_path_factory):
+    """The fact cache and its HMAC key (kept under XDG_STATE_HOME) in the session's own folders."""
     folder = tmp_path_factory.mktemp("trainer-policy-facts")
+    state = tmp_path_factory.mktemp("trainer-policy-state")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_VAR, str(folder))
+        patch.setenv("XDG_STATE_HOME", str(state))
         yield folder
 
 

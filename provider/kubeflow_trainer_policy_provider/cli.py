@@ -30,7 +30,13 @@ from kubeflow_trainer_policy_provider.kube_auth import KubeAuthError, KubeCreden
 from kubeflow_trainer_policy_provider.kube_source import DEFAULT_MAX_STALENESS, KubeJobSetSource, WatchSettings
 from kubeflow_trainer_policy_provider.logs import JsonLogger
 from kubeflow_trainer_policy_provider.metrics import ProviderMetrics
-from kubeflow_trainer_policy_provider.reader import add_limit_arguments, configure, limits_from_args, read_documents
+from kubeflow_trainer_policy_provider.reader import (
+    add_limit_arguments,
+    configure,
+    limits_from_args,
+    read_documents,
+    unknown_variables,
+)
 from kubeflow_trainer_policy_provider.server import DEFAULT_REQUEST_TIMEOUT, ProviderServer, ServeConfig
 from kubeflow_trainer_policy_provider.sources import JobSetSource, StaticJobSetSource
 from kubeflow_trainer_policy_provider.tls import TLSFiles
@@ -65,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help exits 0, a usage error 2
         return 0 if exc.code in (0, None) else 2
+    for warning in unknown_variables():
+        print(f"{PROG} serve: {warning}", file=sys.stderr)
     try:
         return run(args)
     except KeyboardInterrupt:

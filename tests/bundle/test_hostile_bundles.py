@@ -166,7 +166,7 @@ def test_verify_refuses_a_pax_header_bomb(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flag", ["--max-entries", "--max-entry-bytes", "--max-total-bytes"])
 def test_verify_limits_are_flags_and_environment(tmp_path: Path, built_bundles, flag: str) -> None:
-    env = "TRAINER_POLICY_BUNDLE_" + flag.removeprefix("--max-").replace("-", "_").upper()
+    env = "TRAINER_POLICY_BUNDLE_" + flag.removeprefix("--").replace("-", "_").upper()  # the documented names
     by_flag = run_measured([*TRAINER_POLICY, "bundle", "verify", built_bundles["v2.0"], flag, "3"])
     by_env = run_measured([*TRAINER_POLICY, "bundle", "verify", built_bundles["v2.0"]], env={env: "3"})
     for result in (by_flag, by_env):

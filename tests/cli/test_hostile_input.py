@@ -228,7 +228,27 @@ def test_review_of_the_root_folder_is_refused_not_walked() -> None:
 def test_a_bad_limit_value_names_its_setting(tmp_path: Path) -> None:
     assert_refused(run_measured([*TRAINER_POLICY, "review", ACTIVE_REVIEW, "--max-depth", "0"]), "--max-depth: must be")
     result = run_measured([*TRAINER_POLICY, "review", ACTIVE_REVIEW], env={"TRAINER_POLICY_MAX_DEPTH": "deep"})
-    assert_refused(result, "TRAINER_POLICY_MAX_DEPTH: must be a whole number >= 1, got 'deep'")
+    assert_refused(result, "TRAINER_POLICY_MAX_DEPTH: must be a whole number from 1 to 1000000000000, got 'deep'")
+
+
+@pytest.mark.parametrize("value", ["9" * 26, "1099511627776", "\uff11\uff12", "-5", "1e3", "0x10", ""])
+def test_a_limit_out_of_bounds_is_one_line_naming_its_setting(value: str) -> None:
+    """Issue 40: 26 digits in TRAINER_POLICY_MAX_INPUT_BYTES ended in an internal OverflowError (and 2^40 in
+    "out of memory": the whole limit was asked of read() at once); full-width digits were taken as a number."""
+    expected = f"TRAINER_POLICY_MAX_INPUT_BYTES: must be a whole number from 1 to 1000000000000, got {value!r}"
+    result = run_measured([*TRAINER_POLICY, "review", ACTIVE_REVIEW], env={"TRAINER_POLICY_MAX_INPUT_BYTES": value})
+    assert_refused(result, expected)
+    by_flag = run_measured([*TRAINER_POLICY, "review", ACTIVE_REVIEW, "--max-input-bytes", value])
+    assert_refused(by_flag, "--max-input-bytes: must be a whole number from 1 to 1000000000000")
+
+
+def test_the_largest_limit_reads_a_small_file() -> None:
+    result = run_measured(
+        [*TRAINER_POLICY, "review", ACTIVE_REVIEW, "--objects", ACTIVE_INVENTORY],
+        env={"TRAINER_POLICY_MAX_INPUT_BYTES": "1000000000000"},
+    )
+    assert result.code == 1 and "out of memory" not in result.stderr, result
+    assert result.peak_rss_mib < 400
 
 
 def test_provider_serve_objects_obey_the_limit_flags(tmp_path: Path) -> None:

@@ -16,6 +16,10 @@ TYPOS = [
     ("trainer.kubeflow.org", "TrainJob", "apiVersion 'trainer.kubeflow.org' has no version"),
     ("kubeflow.org/v1", "PytorchJob", "kind 'PytorchJob' is not 'PyTorchJob'"),
     ("trainer.kubeflow.org/v1alpha1", "TrainingJob", "the constraints here match these kinds of its group: "),
+    # Issue 40: a Kubeflow group in any letter case was not recognised, so --strict let it through silently.
+    ("Trainer.Kubeflow.org/v1alpha1", "TrainJob", "API group 'Trainer.Kubeflow.org' is not 'trainer.kubeflow.org'"),
+    ("TRAINER.KUBEFLOW.ORG/v1alpha1", "TrainJob", "API group 'TRAINER.KUBEFLOW.ORG' is not 'trainer.kubeflow.org'"),
+    ("Kubeflow.org/v1", "PyTorchJob", "API group 'Kubeflow.org' is not 'kubeflow.org'"),
 ]
 
 

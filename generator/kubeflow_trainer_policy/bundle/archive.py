@@ -19,6 +19,7 @@ from typing import IO
 
 from kubeflow_trainer_policy.atomic import write_bytes
 from kubeflow_trainer_policy.errors import InputError
+from kubeflow_trainer_policy_provider.reader import positive_int
 
 MIB = 1024 * 1024
 ENV_PREFIX = "TRAINER_POLICY_BUNDLE_"
@@ -26,7 +27,8 @@ ENV_PREFIX = "TRAINER_POLICY_BUNDLE_"
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """Bounds on reading one bundle; flags `--max-<name>` (dashes) and variables `TRAINER_POLICY_BUNDLE_<NAME>`."""
+    """Bounds on reading one bundle; flags `--max-<name>` (dashes) and variables `TRAINER_POLICY_BUNDLE_MAX_<NAME>`
+    (`--max-entries` and TRAINER_POLICY_BUNDLE_MAX_ENTRIES)."""
 
     max_entries: int = 10_000
     max_entry_bytes: int = 16 * MIB
@@ -37,13 +39,13 @@ class ArchiveLimits:
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> ArchiveLimits:
         values = {}
         for item in fields(cls):
-            name = ENV_PREFIX + item.name.removeprefix("max_").upper()
+            name = ENV_PREFIX + item.name.upper()
             if name in environ:
-                values[item.name] = _positive(environ[name], name)
+                values[item.name] = positive_int(environ[name], name)
         return cls(**values)
 
     def describe(self, name: str) -> str:
-        return f"--{name.replace('_', '-')} or {ENV_PREFIX}{name.removeprefix('max_').upper()}"
+        return f"--{name.replace('_', '-')} or {ENV_PREFIX}{name.upper()}"
 
 
 HELP = {
@@ -55,11 +57,10 @@ HELP = {
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = ArchiveLimits()
-    group = parser.add_argument_group(f"bundle limits (also set by the environment: {ENV_PREFIX}<NAME>)")
+    group = parser.add_argument_group(f"bundle limits (also set by the environment: {ENV_PREFIX}MAX_<NAME>)")
     for item in fields(ArchiveLimits):
         group.add_argument(
             f"--{item.name.replace('_', '-')}",
-            type=int,
             metavar="N",
             help=f"{HELP[item.name]} (default {getattr(defaults, item.name)})",
         )
@@ -70,18 +71,8 @@ def limits_from_args(args: argparse.Namespace) -> ArchiveLimits:
     for item in fields(ArchiveLimits):
         value = getattr(args, item.name, None)
         if value is not None:
-            values[item.name] = _positive(str(value), f"--{item.name.replace('_', '-')}")
+            values[item.name] = positive_int(str(value), f"--{item.name.replace('_', '-')}")
     return replace(ArchiveLimits.from_env(), **values)
-
-
-def _positive(text: str, name: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InputError(name, f"must be a whole number >= 1, got {text!r}")
-    return value
 
 
 def write_archive(path: Path, files: dict[str, bytes]) -> None:

@@ -34,6 +34,7 @@ from kubeflow_trainer_policy.bundle.signing import (
 )
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
 from kubeflow_trainer_policy.paths import BUNDLES_DIR, gatekeeper_bundle_dir
+from kubeflow_trainer_policy_provider.reader import positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -147,7 +148,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pull_verb.add_argument("--scope", default="", help="expected scope claim (default: none)")
     pull_verb.add_argument(
         "--max-layer-bytes",
-        type=int,
         metavar="N",
         help=f"largest bundle layer accepted, as the manifest declares it and as downloaded; the download stops "
         f"there (also {LAYER_BYTES_ENV}) (default {MAX_LAYER_BYTES})",
@@ -325,10 +325,11 @@ def run_push(args: argparse.Namespace) -> int:
 
 def run_pull(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
-    max_layer = args.max_layer_bytes
-    if max_layer is None and LAYER_BYTES_ENV in os.environ:
-        max_layer = os.environ[LAYER_BYTES_ENV]
-    max_layer = MAX_LAYER_BYTES if max_layer is None else _positive(str(max_layer), "--max-layer-bytes")
+    max_layer = MAX_LAYER_BYTES
+    if args.max_layer_bytes is not None:
+        max_layer = positive_int(str(args.max_layer_bytes), "--max-layer-bytes")
+    elif LAYER_BYTES_ENV in os.environ:
+        max_layer = positive_int(os.environ[LAYER_BYTES_ENV], LAYER_BYTES_ENV)
     public_pem = _read_key(args.verification_key) if args.verification_key else None
     try:
         result = pull(args.reference, _options(args), max_layer)
@@ -358,13 +359,3 @@ def run_pull(args: argparse.Namespace) -> int:
         file=sys.stdout,
     )
     return 0
-
-
-def _positive(text: str, name: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InputError(name, f"must be a whole number >= 1, got {text!r}")
-    return value

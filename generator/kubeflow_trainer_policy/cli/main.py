@@ -286,6 +286,8 @@ def _main(argv: list[str]) -> int:
     except SystemExit as exc:  # argparse: --help exits 0, a usage error exits 2
         return 0 if exc.code in (0, None) else EXIT_ERROR
     prog = f"trainer-policy {args.command}"
+    for warning in reader.unknown_variables():
+        print(f"{prog}: {warning}", file=sys.stderr)
     try:
         reader.configure(reader.limits_from_args(args))
         status = int(args.run(args))

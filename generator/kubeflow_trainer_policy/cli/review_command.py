@@ -394,7 +394,8 @@ def unmatched_kubeflow_object(request: AdmissionRequest, policy_set: PolicySet) 
     if not isinstance(obj, dict):
         return ""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(api_version, str) or KUBEFLOW_GROUP_SUFFIX not in api_version:
+    # Any letter case: `Trainer.Kubeflow.org` is not the group Gatekeeper matches, so nothing checks it.
+    if not isinstance(api_version, str) or KUBEFLOW_GROUP_SUFFIX not in api_version.lower():
         return ""
     group = api_version.rpartition("/")[0]
     known = sorted(
@@ -410,6 +411,8 @@ def unmatched_kubeflow_object(request: AdmissionRequest, policy_set: PolicySet) 
     hints = []
     if not group:
         hints.append(f"apiVersion {api_version!r} has no version (want <group>/<version>)")
+    elif group != group.lower():
+        hints.append(f"API group {group!r} is not {group.lower()!r} (groups are matched as written, in lower case)")
     close = sorted({k for _, k in known if isinstance(kind, str) and k.lower() == kind.lower() and k != kind})
     if close:
         hints.append(f"kind {kind!r} is not {close[0]!r} (kinds are case-sensitive)")

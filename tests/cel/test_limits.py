@@ -226,8 +226,8 @@ def test_runtimes_as_large_as_etcd_stores_are_judged_within_gatekeepers_budget(p
     replicas and without their container (the limit) are reported within the budget (the slots report 8 of Rego's
     messages). Past 1,000 reserved jobs the CEL denies with a message naming the count and the limit, within the
     budget, where a full check would run out: 3,000 valid trainer-labelled jobs, and an UPDATE of two 1.4 MiB
-    runtimes whose every job (about 5,500) is an invalid trainer (Rego denies it too). On the CEL library of every
-    supported Gatekeeper: Gatekeeper 3.20's (k8s.io/apiserver 0.33, cel-go 0.23) charges more than the newer ones."""
+    runtimes whose every job (about 5,500) is an invalid trainer (Rego denies it too), which ran out of budget on
+    every library before reserved replicas 1.6.0. On the CEL library of every supported Gatekeeper."""
     rule = next(rule for rule, _ in cel_rules() if rule.id == "runtime-reserved-replicas")
     reviews = _etcd_sized_reviews()
     judged = [(rule, reviews[name], None) for name in ("plain", "invalid")]

@@ -5,9 +5,8 @@ supports, and cached; or a build of it a user names with $TRAINER_POLICY_CEL.
 A CEL library is the k8s.io/apiserver and github.com/google/cel-go (with every other module the command links) that
 one supported Gatekeeper release vendors: tools/cel/modules/<library>/go.mod and go.sum pin each module at the
 version that Gatekeeper's own go.mod resolves (docs/cel.md, "One build per CEL library"), and
-tools/cel/libraries.json names the releases and the build tags the library's API needs. Costs differ between
-libraries (Gatekeeper 3.20's k8s.io/apiserver 0.33 charges more for a comprehension than 0.36 does), so every
-budget test runs on each of them. `python -m kubeflow_trainer_policy.cel.toolchain` builds every library (progress
+tools/cel/libraries.json names the releases and the build tags the library's API needs. Each Gatekeeper runs its
+own library's cost accounting and functions, so every budget test runs on each of them. `python -m kubeflow_trainer_policy.cel.toolchain` builds every library (progress
 on stderr) and prints `CEL[<library>]=<path>` for each; the newest is the default.
 """
 

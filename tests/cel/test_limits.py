@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubeflow_trainer_policy.catalog import load_catalog
-from kubeflow_trainer_policy.cel import gatekeeper, run
+from kubeflow_trainer_policy.cel import gatekeeper, run, toolchain
 from kubeflow_trainer_policy.cel.source import MIN_COMPATIBILITY, rego_only
 from kubeflow_trainer_policy.profiles import generated_profiles
 from tests.cel.helpers import (
@@ -73,6 +73,22 @@ def test_each_templates_cel_compiles_where_the_oldest_supported_gatekeeper_runs_
         if entry["source"]["generateVAP"]:
             assert run.check([policy], _previous(gatekeeper.GATEKEEPER_VAP_KUBERNETES)) == [], rule.id
     assert left_out == [rule.id for rule, source in cel_rules() if not gatekeeper.in_template(source)]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_each_templates_cel_compiles_on_each_supported_gatekeepers_own_library(library):
+    """Every K8sNativeValidation entry the bundles ship compiles with the declarations of Gatekeeper's driver on the
+    k8s.io/apiserver and cel-go that Gatekeeper release vendors, at that library's own default compatibility
+    version (the one its driver compiles in)."""
+    minor = int(toolchain.library(library).apiserver.split(".")[1]) - 1
+    policies = [
+        {"name": f"{profile.name}/{rule.id}", "flavour": "gatekeeper", "template": template}
+        for profile in PROFILES
+        for rule, _ in cel_rules()
+        if gatekeeper.has_cel(template := gatekeeper.shipped_template(rule, profile))
+    ]
+    assert len(policies) == len(PROFILES) * len(cel_rules())
+    assert run.check(policies, f"1.{minor}", "gatekeeper", library) == []
 
 
 def _job(i: int) -> dict[str, Any]:

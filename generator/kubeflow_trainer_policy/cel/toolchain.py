@@ -6,8 +6,9 @@ A CEL library is the k8s.io/apiserver and github.com/google/cel-go (with every o
 one supported Gatekeeper release vendors: tools/cel/modules/<library>/go.mod and go.sum pin each module at the
 version that Gatekeeper's own go.mod resolves (docs/cel.md, "One build per CEL library"), and
 tools/cel/libraries.json names the releases and the build tags the library's API needs. Each Gatekeeper runs its
-own library's cost accounting and functions, so every budget test runs on each of them. `python -m kubeflow_trainer_policy.cel.toolchain` builds every library (progress
-on stderr) and prints `CEL[<library>]=<path>` for each; the newest is the default.
+own library's cost accounting and functions, so every budget test runs on each of them.
+`python -m kubeflow_trainer_policy.cel.toolchain` builds every library (progress on stderr) and prints
+`CEL[<library>]=<path>` for each; the newest is the default.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.catalog.model import Rule
 from kubeflow_trainer_policy.cel import gatekeeper, run
 from kubeflow_trainer_policy.cel.source import CelSource, load_source
+from kubeflow_trainer_policy.cel.toolchain import libraries
 from kubeflow_trainer_policy.gatekeeper.runner import CompiledTemplate
 from kubeflow_trainer_policy.profiles import Profile, generated_profiles, get_profile
 from tests.rules.helpers import bundle
@@ -48,6 +49,18 @@ def rego_messages(profile: str, rule: Rule, review: dict[str, Any], parameters: 
     return sorted(v["msg"] for v in violations)
 
 
+_KEPT: dict[tuple[str, str, int], tuple[dict[str, Any], list[str]]] = {}
+
+
+def kept_rego_messages(profile: str, rule: Rule, review: dict[str, Any], parameters: Any) -> list[str]:
+    """rego_messages, once per (profile, rule, review object): the large reviews are judged by CEL on every library
+    against one Rego answer. The review is kept with its answer, so its id is never reused."""
+    key = (profile, rule.id, id(review))
+    if key not in _KEPT:
+        _KEPT[key] = (review, rego_messages(profile, rule, review, parameters))
+    return _KEPT[key][1]
+
+
 @dataclass(frozen=True)
 class Difference:
     profile: str
@@ -72,10 +85,15 @@ class Tally:
 TALLY = Tally()
 
 
+LIBRARIES = [lib.name for lib in libraries()]
+"""Every CEL library a supported Gatekeeper vendors (tools/cel/libraries.json), oldest first."""
+NEWEST = LIBRARIES[-1]
+
+
 @cache
-def session() -> run.CelSession:
-    """One `cel eval --stream` for the whole test run (closed at exit)."""
-    opened = run.CelSession()
+def session(library: str = NEWEST) -> run.CelSession:
+    """One `cel eval --stream` per CEL library for the whole test run (closed at exit)."""
+    opened = run.CelSession(library)
     atexit.register(opened.close)
     return opened
 
@@ -90,21 +108,26 @@ def agree(source: CelSource, rego: list[str], cel: list[str]) -> bool:
 
 
 def differences(
-    profile: Profile, reviews: list[tuple[Rule, dict[str, Any], dict[str, Any] | None]]
+    profile: Profile,
+    reviews: list[tuple[Rule, dict[str, Any], dict[str, Any] | None]],
+    library: str = NEWEST,
+    *,
+    keep_rego: bool = False,
 ) -> list[Difference]:
-    """Each (rule, review, Constraint parameters) judged by both engines; the ones where they disagree, or where the
-    CEL spent more than Gatekeeper's budget. Rego reads the parameters as Gatekeeper gives them (`{}` when the
-    Constraint has none)."""
+    """Each (rule, review, Constraint parameters) judged by both engines, the CEL on the named library; the ones
+    where they disagree, or where the CEL spent more than Gatekeeper's budget. Rego reads the parameters as
+    Gatekeeper gives them (`{}` when the Constraint has none); with keep_rego, once per review object."""
+    judge = kept_rego_messages if keep_rego else rego_messages
     sources = dict((r.id, s) for r, s in cel_rules())
     outcomes = gatekeeper.evaluate(
         [gatekeeper.Review(rule, review, parameters) for rule, review, parameters in reviews],
         shipped_templates(profile),
-        session(),
+        session(library),
         namespace=f"{profile.name}/",  # each profile's templates stay compiled in the one session
     )
     found = []
     for (rule, review, parameters), outcome in zip(reviews, outcomes, strict=True):
-        expected = rego_messages(profile.name, rule, review, {} if parameters is None else parameters)
+        expected = judge(profile.name, rule, review, {} if parameters is None else parameters)
         actual = sorted(outcome.violations)
         TALLY.reviews += 1
         TALLY.max_cost = max(TALLY.max_cost, outcome.cost)

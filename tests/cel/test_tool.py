@@ -1,14 +1,19 @@
-"""tools/cel, Kubernetes' own admission-policy code built from Debian's golang-k8s-apiserver-dev: its version, a
+"""tools/cel, Kubernetes' own admission-policy code built from the Go module proxy on each supported CEL library: its
+version, a
 ValidatingAdmissionPolicy judged by the API server's dispatcher (the status a client receives, the cost spent),
 the compatibility check that decides which Kubernetes versions accept an expression, and bad input."""
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from typing import Any
 
-from kubeflow_trainer_policy.cel import run
-from kubeflow_trainer_policy.cel.toolchain import cel_binary
+import pytest
+
+from kubeflow_trainer_policy.cel import run, toolchain
+from kubeflow_trainer_policy.cel.toolchain import CelUnavailable, cel_binary
+from tests.cel.helpers import LIBRARIES
 
 TRAINJOBS = {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": "trainjobs"}
 
@@ -54,9 +59,37 @@ def _request(name: str) -> dict[str, Any]:
     }
 
 
-def test_version_names_debians_apiserver():
-    out = subprocess.run([str(cel_binary()), "version"], capture_output=True, text=True, check=True).stdout
-    assert out.startswith("Kubernetes admission-policy code: k8s.io/apiserver 0.36.")
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_each_build_links_the_apiserver_and_cel_go_its_gatekeeper_vendors(library):
+    """`cel version` reads the module versions from the binary's own build information, so this fails when a build
+    links another k8s.io/apiserver or cel-go than the library names (tools/cel/libraries.json, copied from that
+    Gatekeeper's go.mod)."""
+    lib = toolchain.library(library)
+    out = subprocess.run([str(cel_binary(library)), "version"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == f"Kubernetes admission-policy code: k8s.io/apiserver {lib.apiserver}"
+    assert lines[1] == f"CEL: github.com/google/cel-go {lib.cel_go}"
+    assert lines[2] == f"Library: {library}"
+    # Gatekeeper's driver and the API server compile in the environment of the library's own default version
+    minor = int(lib.apiserver.split(".")[1])
+    assert lines[3] == f"Default compatibility version: 1.{minor - 1}"
+
+
+def test_a_module_the_proxy_cannot_serve_fails_with_one_line_naming_it(tmp_path):
+    """A library pinned to a k8s.io/apiserver the proxy has never had: the build stops before compiling, with one
+    line naming the library, the module and the version."""
+    folder = tmp_path / "modules" / "bogus"
+    folder.mkdir(parents=True)
+    go_mod = "module kubeflow-trainer-policy/tools/cel\n\ngo 1.24.0\n\nrequire k8s.io/apiserver v0.33.999\n"
+    (folder / "go.mod").write_text(go_mod)
+    (folder / "go.sum").write_text("")
+    lib = replace(toolchain.library(), name="bogus", modules=tmp_path / "modules")
+    with pytest.raises(CelUnavailable) as raised:
+        toolchain.ensure_built(lib, cache=tmp_path / "cache")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("bogus: the Go module proxy cannot serve k8s.io/apiserver@v0.33.999: ")
+    assert not list((tmp_path / "cache" / "bin").glob("cel-bogus-*"))
 
 
 def test_a_policy_denies_with_the_api_servers_status_and_its_cost():

@@ -103,7 +103,7 @@ func check(input *Input, compat string, gatekeeperDriver bool) CheckOutput {
 			out.Errors = append(out.Errors, CheckError{Policy: p.Name, Error: err.Error()})
 			continue
 		}
-		compiler, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(ver))
+		compiler, err := cel.NewCompositedCompiler(vapEnvSet(ver))
 		if err != nil {
 			fail(1, "cel: "+err.Error())
 		}

@@ -5,13 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/version"
 )
-
-// evalCompatibilityVersion is the compatibility version of the environments policies are evaluated in: the API
-// server's (1.36) own, N-1. Evaluation uses the StoredExpressions environment, which has every library whatever it
-// says; `cel check` is where a version's NewExpressions environment decides what may be written.
-var evalCompatibilityVersion = version.MajorMinor(1, 35)
 
 type evaluator interface {
 	evaluate(CaseInput) Result

@@ -170,7 +170,7 @@ func gatekeeperValidator(source *gatekeeperSource, templateName string, spent *i
 	if err != nil {
 		return nil, err
 	}
-	compiler, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(evalCompatibilityVersion))
+	compiler, err := cel.NewCompositedCompiler(gatekeeperEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return nil, err
 	}
@@ -180,13 +180,12 @@ func gatekeeperValidator(source *gatekeeperSource, templateName string, spent *i
 	plain := cel.OptionalVariableDeclarations{}
 	matcher := matchconditions.NewMatcher(compiler.CompileCondition(source.matchConditions(), plain, environment.StoredExpressions),
 		failurePolicy, "validatingadmissionpolicy", "vap-matcher", templateName)
-	return validating.NewValidator(
+	return newValidator(
 		costRecorder{compiler.CompileCondition(source.validations(), plain, environment.StoredExpressions), spent},
 		matcher,
 		compiler.CompileCondition(nil, plain, environment.StoredExpressions),
 		costRecorder{compiler.CompileCondition(source.messageExpressions(), plain, environment.StoredExpressions), spent},
 		failurePolicy,
-		nil,
 	), nil
 }
 

@@ -8,8 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// debianVersion is the Debian version of golang-k8s-apiserver-dev this binary is built from (set by the build).
-var debianVersion = "unknown"
+// library names the CEL library this binary is built on (tools/cel/modules/<library>: the k8s.io/apiserver and
+// cel-go a Gatekeeper release or a Kubernetes minor vendors), set by the build.
+var library = "unknown"
 
 // Input is what `cel eval` and `cel check` read.
 type Input struct {

@@ -1,5 +1,6 @@
 // Command cel evaluates ValidatingAdmissionPolicy CEL with Kubernetes' own admission-policy code
-// (k8s.io/apiserver/pkg/admission/plugin/policy/validating and its CEL libraries, as Debian ships them), in the two
+// (k8s.io/apiserver/pkg/admission/plugin/policy/validating and its CEL libraries, at the versions of
+// tools/cel/modules/<library>/go.mod), in the two
 // ways this project's rules meet it:
 //
 //   - vap: a ValidatingAdmissionPolicy with its bindings, parameter objects and namespaces, judged by the API
@@ -21,6 +22,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
+
+	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 const usage = `usage: cel eval [--stream] < input.json
@@ -59,9 +63,18 @@ func main() {
 		input := readInput(os.Stdin)
 		writeJSON(check(input, compat, gatekeeperDriver))
 	case "version":
-		fmt.Println("Kubernetes admission-policy code: k8s.io/apiserver " + debianVersion)
+		// The versions linked in, from the binary's own build information (not from the build's arguments).
+		modules := map[string]string{}
+		if info, ok := debug.ReadBuildInfo(); ok {
+			for _, m := range info.Deps {
+				modules[m.Path] = m.Version
+			}
+		}
+		fmt.Println("Kubernetes admission-policy code: k8s.io/apiserver " + modules["k8s.io/apiserver"])
+		fmt.Println("CEL: github.com/google/cel-go " + modules["github.com/google/cel-go"])
+		fmt.Println("Library: " + library)
+		fmt.Println("Default compatibility version: " + environment.DefaultCompatibilityVersion().String())
 		fmt.Println("Go Version: " + runtime.Version())
-		fmt.Println("Build: Debian's golang-k8s-apiserver-dev (kubeflow-trainer-policy tools/cel)")
 	case "-h", "--help", "help":
 		fmt.Println(usage)
 	default:

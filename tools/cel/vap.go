@@ -42,9 +42,9 @@ func compilePolicy(policy *admissionregistrationv1.ValidatingAdmissionPolicy, sp
 	expressionOptionalVars := cel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: false}
 	failurePolicy := policy.Spec.FailurePolicy
 	var matcher matchconditions.Matcher
-	compiler, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(evalCompatibilityVersion))
+	compiler, err := cel.NewCompositedCompiler(vapEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
-		return validating.NewValidator(nil, nil, nil, nil, failurePolicy, err)
+		return brokenValidator(failurePolicy, err)
 	}
 	variables := make([]cel.NamedExpressionAccessor, len(policy.Spec.Variables))
 	for i, v := range policy.Spec.Variables {
@@ -71,13 +71,12 @@ func compilePolicy(policy *admissionregistrationv1.ValidatingAdmissionPolicy, sp
 	for i, a := range policy.Spec.AuditAnnotations {
 		annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
-	return validating.NewValidator(
+	return newValidator(
 		costRecorder{compiler.CompileCondition(validations, optionalVars, environment.StoredExpressions), spent},
 		matcher,
 		compiler.CompileCondition(annotations, optionalVars, environment.StoredExpressions),
 		costRecorder{compiler.CompileCondition(messages, expressionOptionalVars, environment.StoredExpressions), spent},
 		failurePolicy,
-		nil,
 	)
 }
 

@@ -13,10 +13,13 @@ class CelError(Exception):
     """tools/cel could not run the batch (bad input, a crash): one line with its stderr."""
 
 
-def run_cel(command: list[str], document: dict[str, Any], *, timeout: float = 600) -> dict[str, Any]:
-    """`cel COMMAND...` with the document on stdin; its JSON answer."""
+def run_cel(
+    command: list[str], document: dict[str, Any], *, timeout: float = 600, library: str | None = None
+) -> dict[str, Any]:
+    """`cel COMMAND...` with the document on stdin, on the named CEL library's build (the newest by default); its
+    JSON answer."""
     result = subprocess.run(
-        [str(cel_binary()), *command],
+        [str(cel_binary(library)), *command],
         input=json.dumps(document),
         capture_output=True,
         text=True,
@@ -41,11 +44,13 @@ def evaluate(
 class CelSession:
     """One `cel eval --stream` process for many batches: a document per line in, an answer per line out. Policies
     stay compiled in it between batches: a policy sent again unchanged is not sent (compiling is most of a small
-    batch's time), one sent under its name with other content replaces it."""
+    batch's time), one sent under its name with other content replaces it. `library` names the CEL library's build
+    (toolchain.libraries(); the newest by default)."""
 
-    def __init__(self) -> None:
+    def __init__(self, library: str | None = None) -> None:
+        self.library = library
         self._process = subprocess.Popen(
-            [str(cel_binary()), "eval", "--stream"],
+            [str(cel_binary(library)), "eval", "--stream"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -94,9 +99,11 @@ class CelSession:
         self.close()
 
 
-def check(policies: list[dict[str, Any]], compatibility_version: str, environment: str = "vap") -> list[dict[str, Any]]:
+def check(
+    policies: list[dict[str, Any]], compatibility_version: str, environment: str = "vap", library: str | None = None
+) -> list[dict[str, Any]]:
     """The expressions that do not compile where an API server of compatibility_version validates new policies
     (environment "vap"), or, for templates, where Gatekeeper's K8sNativeValidation driver compiles them with the CEL
     libraries of k8s.io/apiserver 0.<minor of compatibility_version> (environment "gatekeeper")."""
     args = ["check", "--compatibility-version", compatibility_version, "--environment", environment]
-    return run_cel(args, {"policies": policies})["errors"]
+    return run_cel(args, {"policies": policies}, library=library)["errors"]

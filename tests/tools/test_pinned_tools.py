@@ -160,7 +160,8 @@ def test_a_malformed_versions_file_is_one_line_naming_file_and_field(tmp_path: P
 
 def test_the_readmes_supported_versions_table_is_the_pinned_table():
     readme = (PROJECT_ROOT / "README.md").read_text()
-    section = readme.split("### Supported Gatekeeper versions", 1)[1].split("\n\n", 2)[1]
-    rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in section.splitlines()[2:]]
+    section = readme.split("### Supported Gatekeeper versions", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `v")]
+    rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in table]
     expected = [[f"v{r.release}", r.version, r.opa] for r in pins().gatekeeper]
     assert [row[:3] for row in rows] == expected

@@ -165,3 +165,63 @@ def test_the_readmes_supported_versions_table_is_the_pinned_table():
     rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in table]
     expected = [[f"v{r.release}", r.version, r.opa] for r in pins().gatekeeper]
     assert [row[:3] for row in rows] == expected
+
+
+def _readme_conftest_block() -> list[str]:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    block = readme.split("**In CI with conftest.**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _review_denials(sample: Path) -> list[str]:
+    result = subprocess.run(
+        [str(PROJECT_ROOT / ".venv/bin/trainer-policy"), "review", str(sample), "--profile", "v2.0", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    violations = json.loads(result.stdout)["violations"]
+    return sorted(f"[{v['constraint']}] {v['msg']}" for v in violations if v["enforcementAction"] == "deny")
+
+
+def test_conftest_runs_the_built_bundle_as_the_readme_says(tmp_path: Path):
+    """The README's conftest commands, with the pinned conftest, on the v2.0 bundle: each AdmissionReview sample
+    of a rule that reads no cluster state fails on exactly the lines `trainer-policy review` denies with; a bare
+    manifest fails with the one line the README names."""
+    from kubeflow_trainer_policy.bundle.archive import write_archive
+    from kubeflow_trainer_policy.bundle.build import build_bundle
+    from kubeflow_trainer_policy.paths import gatekeeper_bundle_dir
+
+    conftest = install(pins().conftest)
+    (tmp_path / "dist").mkdir()
+    write_archive(
+        tmp_path / "dist" / "kubeflow-trainer-policy-v2.0.tar.gz",
+        build_bundle(gatekeeper_bundle_dir("v2.0"), "v2.0", "0.0.0").files,
+    )
+    unpack, command = _readme_conftest_block()
+    assert subprocess.run(unpack, shell=True, cwd=tmp_path, check=False).returncode == 0
+    words = shlex.split(command)
+    assert words[0] == "conftest" and words[-1] == "admission-review.yaml"
+    samples = sorted((gatekeeper_bundle_dir("v2.0") / "runtime-reserved-replicas" / "samples").glob("*.yaml"))
+    reviews = [s for s in samples if "kind: AdmissionReview" in s.read_text()]
+    assert len(reviews) >= 5
+    outcomes = set()
+    for sample in reviews:
+        result = _run(conftest, *words[1:-1], "--no-color", "--output", "json", str(sample), cwd=tmp_path)
+        (report,) = json.loads(result.stdout)
+        failures = sorted(f["msg"] for f in report.get("failures") or [])
+        assert failures == _review_denials(sample), sample.name
+        assert result.returncode == (1 if failures else 0), sample.name
+        outcomes.add(bool(failures))
+    assert outcomes == {True, False}
+    bare = tmp_path / "trainjob.yaml"
+    bare.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: t, namespace: default}\n"
+        "spec: {runtimeRef: {name: torch}}\n"
+    )
+    result = _run(conftest, *words[1:-1], "--no-color", "--output", "json", str(bare), cwd=tmp_path)
+    (report,) = json.loads(result.stdout)
+    assert result.returncode == 1
+    assert [f["msg"] for f in report["failures"]] == [
+        "input has no AdmissionRequest: give input.request (an AdmissionReview) or input.review"
+    ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -82,14 +83,26 @@ def _go_install(
             ["go", "install", tool.spec], env=env, capture_output=True, text=True, check=False, cwd=gobin
         )
     # A module that requires the tool's, with the pinned go.sum lines (if any): Go checks the tool's module against
-    # them and every other module against the checksum database, and builds the tool's own requirements (the tool's
-    # go.mod lists them all and has no replace directive, so the build list is the one `go install pkg@v` uses).
+    # them, and builds the tool's own requirements (the tool's go.mod lists them all and has no replace directive,
+    # so the build list is the one `go install pkg@v` uses). With pinned lines, the tool's own go.sum (inside the
+    # module those lines verify) vouches for its dependencies, which the checksum database may not know either;
+    # any module it does not list is checked against the checksum database.
     with tempfile.TemporaryDirectory(prefix="ktp-tools-") as tmp:
         work = Path(tmp)
         (work / "go.mod").write_text(
             f"module ktp.invalid/tools\n\ngo {_go_version()}\n\nrequire {tool.module} {tool.version}\n"
         )
         (work / "go.sum").write_text("".join(f"{line}\n" for line in tool.go_sum))
+        if tool.go_sum:
+            download = subprocess.run(
+                ["go", "mod", "download", "-json", tool.module], env=env, capture_output=True, text=True, cwd=work
+            )
+            if download.returncode != 0:
+                return download
+            own = Path(json.loads(download.stdout)["Dir"]) / "go.sum"
+            if own.is_file():
+                with (work / "go.sum").open("a") as sums:
+                    sums.write(own.read_text())
         return subprocess.run(
             ["go", "install", "-mod=mod", tool.package], env=env, capture_output=True, text=True, check=False, cwd=work
         )

@@ -10,6 +10,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,9 +175,12 @@ def _readme_conftest_block() -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
+REVIEW_FLAGS = ("--profile", "v2.0", "-o", "json")
+
+
 def _review_denials(sample: Path) -> list[str]:
     result = subprocess.run(
-        [str(PROJECT_ROOT / ".venv/bin/trainer-policy"), "review", str(sample), "--profile", "v2.0", "-o", "json"],
+        [sys.executable, "-m", "kubeflow_trainer_policy.cli.main", "review", str(sample), *REVIEW_FLAGS],
         capture_output=True,
         text=True,
         check=False,

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install build test lint bench clean
+.PHONY: install tools build test lint bench clean
 
 $(STAMP): pyproject.toml requirements/opa-engine.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,26 +16,29 @@ $(STAMP): pyproject.toml requirements/opa-engine.txt
 
 install: $(STAMP)
 
-## build: check generated files are current; build (once, cached) or reuse the real OPA toolchain (tools/opa on
-## OPA 1.4.2's Go packages from Debian, or $TRAINER_POLICY_OPA); lint what OPA has no rule for (Gatekeeper's data
-## references, METADATA, comments: docs/lint.md); run every Rego test and suite on the embedded engine (>= 95%
-## coverage); build the OPA bundles into dist/ (each activated by the real OPA); then the real OPA on everything
-## shipped: opa fmt, opa check --strict, opa test on every profile, every template and every bundle; lint the Python.
-build: install
+## tools: `go install` (once, cached under ~/.cache/kubeflow-trainer-policy/tools) every tool of tools/versions.json:
+## the OPA and gator of each supported Gatekeeper, Regal and conftest, from the Go module proxy.
+tools: install
+	$(BIN)/python -m kubeflow_trainer_policy.pinned
+
+## build: check generated files are current; run every Rego test and suite on the embedded engine (>= 95%
+## coverage); build the OPA bundles into dist/; then, with the OPA of every supported Gatekeeper: opa fmt, opa check
+## --strict, opa test (the README's commands too) on every profile, every template, every bundle (activated signed
+## and unsigned); with every pinned gator, gator verify of every profile; Regal (with the project's rules in
+## .regal/rules); lint the Python.
+build: tools
 	$(BIN)/trainer-policy generate --check
-	$(BIN)/python -m kubeflow_trainer_policy.opa.toolchain
-	$(BIN)/python -m kubeflow_trainer_policy.lint
 	$(BIN)/trainer-policy test --quiet --coverage --threshold 95
 	$(BIN)/trainer-policy bundle build --output-dir dist
 	$(BIN)/python -m kubeflow_trainer_policy.opa.checks --dist dist
+	$(BIN)/python -m kubeflow_trainer_policy.pinned.checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-## test: the whole pytest suite (real OPA engine and tools/opa, Kubernetes' admission-policy code in tools/cel, real
-## TLS, real kube-apiserver). The Go tools are built (or reused) first, so their one-time builds show their progress
-## here rather than inside a test.
-test: install
-	$(BIN)/python -m kubeflow_trainer_policy.opa.toolchain
+## test: the whole pytest suite (real OPA engine, the pinned opa, gator, Regal and conftest, Kubernetes'
+## admission-policy code in tools/cel, real TLS, real kube-apiserver). The Go tools are installed (or reused) first,
+## so their one-time builds show their progress here rather than inside a test.
+test: tools
 	$(BIN)/python -m kubeflow_trainer_policy.cel.toolchain
 	$(BIN)/python -m pytest
 

@@ -37,8 +37,6 @@ ROUNDS = 3
 def _samples() -> tuple[list[dict], list[Path]]:
     reviews, inventories = [], []
     for path in sorted(BUNDLE.glob("*/samples/*.yaml")):
-        if path.parent.parent.name.endswith("external-data"):
-            continue
         if path.stem.startswith("cluster-"):
             inventories.append(path)
         else:

@@ -40,5 +40,14 @@ def gatekeeper_bundle_dir(profile: str) -> Path:
     return BUNDLES_DIR / "gatekeeper" / profile
 
 
+GATEKEEPER_DIR = "gatekeeper"
+"""bundles/gatekeeper/<profile>/: every rule gator can load, and the default install."""
+EXTERNAL_DATA_DIR = "gatekeeper-external-data"
+"""bundles/gatekeeper-external-data/<profile>/: the install whose override mutability asks the provider (its own
+rules, which call external_data, and kustomizations that take the shared rules from bundles/gatekeeper/<profile>/)."""
 EXTERNAL_DATA_VARIANT = "external-data"
-"""bundles/gatekeeper/<profile>/external-data/: the install whose override mutability asks the provider."""
+"""The variant's name on the command line (`review --variant external-data`)."""
+
+
+def external_data_bundle_dir(profile: str) -> Path:
+    return BUNDLES_DIR / EXTERNAL_DATA_DIR / profile

@@ -1,5 +1,5 @@
-"""A real OPA consumes the bundles: `opa run --server` (tools/opa, built on OPA 1.4.2's server, plugins/bundle,
-download and storage/inmem packages) downloads each signed bundle from `trainer-policy bundle serve` and from a
+"""A real OPA consumes the bundles: `opa run --server` (the build's real opa, the oldest supported
+Gatekeeper's) downloads each signed bundle from `trainer-policy bundle serve` and from a
 real OCI registry, verifies its signature, activates it, and answers `data.kubeflow.trainer.decision` over OPA's
 REST API exactly as the Gatekeeper runner (`trainer-policy review`) decides every suite case."""
 

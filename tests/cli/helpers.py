@@ -20,7 +20,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability/samples"
 ACTIVE_REVIEW = SAMPLES / "gate-change-while-jobset-active.yaml"
 ACTIVE_INVENTORY = inventory_of(SAMPLES.parent, "gate-change-while-jobset-active")
-EXTERNAL_DATA_RULE = PROJECT_ROOT / "bundles/gatekeeper/v2.0/trainjob-override-mutability-external-data"
+EXTERNAL_DATA_RULE = PROJECT_ROOT / "bundles/gatekeeper-external-data/v2.0/trainjob-override-mutability-external-data"
 FAILED_CHECK_COMMANDS = ("review", "test", "bundle verify", "generate --check")
 """The only commands allowed to exit 1: a denial, a failed test, a failed verification, drift."""
 

@@ -96,7 +96,7 @@ def test_installed_wheel_reviews_tests_and_builds_from_an_empty_folder(venv: Pat
     assert tested.strip().endswith(" passed, 0 failed") and passed > 500, tested[-500:]
     assert "policies + profiles/v2.0" in tested and "bundles/gatekeeper/v2.0" in tested
 
-    # No opa on PATH and no tools/opa in an installed package: built, checked on the embedded engine, and said.
+    # No opa on PATH, no tools/versions.json in an installed package: built, checked on the embedded engine, and said.
     plain = {k: v for k, v in os.environ.items() if k != "TRAINER_POLICY_OPA"}
     built = _run(cli, "bundle", "build", "--profile", "v2.0", cwd=work, env=plain)
     assert built.returncode == 0, built.stderr

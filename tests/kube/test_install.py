@@ -157,7 +157,7 @@ def _kubectl_json(cluster: KubeCluster, tmp_path: Path, *args: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "bundle", ["bundles/gatekeeper/v2.0", "bundles/gatekeeper/v2.0/external-data", "bundles/gatekeeper/v2.3"]
+    "bundle", ["bundles/gatekeeper/v2.0", "bundles/gatekeeper-external-data/v2.0", "bundles/gatekeeper/v2.3"]
 )
 def test_readme_install_with_constraint_crds_made_by_test_for_gatekeeper(fresh_gatekeeper, tmp_path, bundle):
     """The README's block exits 0 in one pass on a fresh cluster (v2.0 as written; the other installs with only

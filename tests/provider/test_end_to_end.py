@@ -20,7 +20,7 @@ from kubeflow_trainer_policy.gatekeeper.external_data import HttpsProvider, Resp
 from kubeflow_trainer_policy.gatekeeper.policy_set import load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import request_from_document
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner, ReviewResult
-from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy.paths import external_data_bundle_dir
 from kubeflow_trainer_policy_provider.kube_auth import from_kubeconfig
 from kubeflow_trainer_policy_provider.kube_source import KubeJobSetSource
 from kubeflow_trainer_policy_provider.logs import JsonLogger
@@ -62,8 +62,8 @@ def policy_sets() -> list[tuple[str, list[Path], float]]:
     """(label, paths, cache TTL): the hand-written template's key repeats, so it needs TTL 0; the bundle's
     external-data variant keys each request by its uid and runs with Gatekeeper's default 3-minute cache."""
     sets = [("hand-written", [FIXTURES / "jobset-active-template.yaml"], 0.0)]
-    if (BUNDLE_V20 / EXTERNAL_DATA_VARIANT).is_dir():
-        sets.append(("bundles/gatekeeper/v2.0/external-data", [BUNDLE_V20 / EXTERNAL_DATA_VARIANT], 180.0))
+    if external_data_bundle_dir("v2.0").is_dir():
+        sets.append(("bundles/gatekeeper-external-data/v2.0", [external_data_bundle_dir("v2.0")], 180.0))
     return sets
 
 

@@ -18,7 +18,7 @@ from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient, Res
 from kubeflow_trainer_policy.gatekeeper.policy_set import PolicySet, load_policy_set
 from kubeflow_trainer_policy.gatekeeper.review import AdmissionRequest
 from kubeflow_trainer_policy.gatekeeper.runner import GatekeeperRunner
-from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, external_data_bundle_dir, gatekeeper_bundle_dir
 
 
 @dataclass
@@ -110,9 +110,10 @@ def review_cli_many(
 
 @cache
 def bundle(profile: str, variant: str | None = None) -> PolicySet:
-    """What `kubectl apply -k` installs: the profile's bundle or one of its variants (a subfolder)."""
-    folder = gatekeeper_bundle_dir(profile)
-    return load_policy_set([folder / variant if variant else folder])
+    """What `kubectl apply -k` installs: the profile's bundle or its external-data variant."""
+    if variant == EXTERNAL_DATA_VARIANT:
+        return load_policy_set([external_data_bundle_dir(profile)])
+    return load_policy_set([gatekeeper_bundle_dir(profile)])
 
 
 def variant_of(rule: Rule) -> str | None:

@@ -1,6 +1,6 @@
 """Whether the real OPA activates a bundle: `opa run --bundle FILE` loads it as OPA's runtime does (signature
 verified with --verification-key, or --skip-verify), writes it into the store and compiles it with its data
-(bundle.Activate). With no --server, tools/opa stops there and a user's `opa` starts its REPL, which ends at
+(bundle.Activate). With no --server, `opa` starts its REPL, which ends at
 once on an empty stdin: the exit status and stderr say whether the bundle activated."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def data_problems(files: dict[str, bytes]) -> list[str]:
 def _embedded_problems(files: dict[str, bytes], why: OpaUnavailable) -> list[str]:
     """Without any real OPA (an installed package on a machine with no `opa`), the bundle's modules and data
     are compiled on the embedded engine, and stderr says so: that OPA is newer than Gatekeeper's, so it may
-    accept what an older one refuses (the shipped bundles were checked on OPA 1.4.2 when they were built)."""
+    accept what an older one refuses (the shipped bundles were checked on every pinned OPA when they were built)."""
     from kubeflow_trainer_policy.bundle.loader import load_bundle
     from kubeflow_trainer_policy.engine import EmbeddedOpaEngine
 

@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify = verbs.add_parser(
         "verify",
         help="check that OPA activates a bundle (and its signature, given a key)",
-        description="Activate the bundle in the real OPA (`opa run --bundle`: tools/opa, or $TRAINER_POLICY_OPA) "
+        description="Activate the bundle in the real OPA (`opa run --bundle`: the pinned opa, or $TRAINER_POLICY_OPA) "
         "as OPA's runtime would: manifest, roots, data and Rego compiled together; with --verification-key also "
         "the signature of every file, checked here and by OPA.",
     )

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from kubeflow_trainer_policy.cli.reports import unicode_safe, visible
 from kubeflow_trainer_policy.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, DEFAULT_PROFILE, EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+from kubeflow_trainer_policy.paths import (
+    BUNDLES_DIR,
+    DEFAULT_PROFILE,
+    EXTERNAL_DATA_VARIANT,
+    external_data_bundle_dir,
+    gatekeeper_bundle_dir,
+)
 
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.gatekeeper.external_data import ProviderClient
@@ -140,8 +146,9 @@ def profile_files(profile: str, variant: str = DEFAULT_VARIANT) -> list[Path]:
     known = known_profiles()
     if profile not in known:
         raise InputError("--profile", f"unknown profile {profile!r} (known: {', '.join(known) or 'none'})")
-    folder = gatekeeper_bundle_dir(profile)
-    return kustomization_files(folder / EXTERNAL_DATA_VARIANT if variant == EXTERNAL_DATA_VARIANT else folder)
+    if variant == EXTERNAL_DATA_VARIANT:
+        return kustomization_files(external_data_bundle_dir(profile))
+    return kustomization_files(gatekeeper_bundle_dir(profile))
 
 
 def kustomization_files(folder: Path, depth: int = 0) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kubeflow_trainer_policy.errors import EXIT_FAILED, InputError
-from kubeflow_trainer_policy.paths import BUNDLES_DIR, POLICIES_DIR, PROFILES_DIR
+from kubeflow_trainer_policy.paths import BUNDLES_DIR, EXTERNAL_DATA_DIR, GATEKEEPER_DIR, POLICIES_DIR, PROFILES_DIR
 
 if TYPE_CHECKING:
     from kubeflow_trainer_policy.testing.outcome import Coverage, TestOutcome
@@ -179,7 +179,11 @@ def _default_groups(selected: list[str] | None = None) -> list[Group]:
         for profile in folders
         if not selected or profile.name in selected
     ]
-    bundles = [BUNDLES_DIR] if not selected else [BUNDLES_DIR / "gatekeeper" / name for name in sorted(selected)]
+    bundles = (
+        [BUNDLES_DIR]
+        if not selected
+        else [BUNDLES_DIR / kind / name for name in sorted(selected) for kind in (GATEKEEPER_DIR, EXTERNAL_DATA_DIR)]
+    )
     return [*groups, *(Group((folder,), None, _display(folder)) for folder in bundles if folder.is_dir())]
 
 

@@ -1,1 +1,1 @@
-"""Small Go commands of this project (tools/opa, tools/cel) built from Debian's Go packages, cached."""
+"""Small Go commands of this project (tools/cel) built from Debian's Go packages, cached."""

@@ -1,1 +1,2 @@
-"""The real OPA in the loop: tools/opa built from OPA's own Go packages (Debian), or a user's `opa`."""
+"""The real OPA in the loop: the pinned opa of every supported Gatekeeper (kubeflow_trainer_policy.pinned), or a
+user's `opa`."""

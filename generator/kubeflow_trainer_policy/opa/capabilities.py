@@ -1,6 +1,7 @@
-"""profiles/capabilities.json: the capabilities of the oldest OPA the project holds to (tools/opa, OPA 1.4.2) plus
-Gatekeeper's external_data builtin, so that `opa test --capabilities` compiles the rule of the external-data variant
-beside the others and nothing newer than OPA 1.4.2 slips in. `python -m kubeflow_trainer_policy.opa.capabilities`
+"""profiles/capabilities.json: the capabilities of the oldest OPA the project holds to (that of the oldest supported
+Gatekeeper, tools/versions.json) plus Gatekeeper's external_data builtin, so that `opa test --capabilities` compiles
+the rule of the external-data variant beside the others and nothing newer than that OPA slips in.
+`python -m kubeflow_trainer_policy.opa.capabilities`
 rewrites it; `make build` checks it is current."""
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ EXTERNAL_DATA = {
 """Gatekeeper's declaration (frameworks constraint/pkg/client/drivers/rego/builtin.go): one object in, one out."""
 
 
-def expected() -> str:
-    """`opa capabilities --current` of the OPA in use, with external_data added, as the file should read."""
-    current = json.loads(run_opa(["capabilities", "--current"]).stdout)
+def expected(opa: Path | None = None) -> str:
+    """`opa capabilities --current` of `opa` (default: the build's, the oldest pinned), with external_data added, as
+    the file should read."""
+    current = json.loads(run_opa(["capabilities", "--current"], binary=opa).stdout)
     current["builtins"] = sorted([*current["builtins"], EXTERNAL_DATA], key=lambda b: b["name"])
     return _one_entry_per_line(current)
 

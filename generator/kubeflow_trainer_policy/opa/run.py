@@ -1,4 +1,4 @@
-"""Running the real opa (tools/opa or $TRAINER_POLICY_OPA) with the `opa` CLI's own flags."""
+"""Running the real opa (the oldest pinned one, or $TRAINER_POLICY_OPA) with the `opa` CLI's own flags."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ from kubeflow_trainer_policy.opa.toolchain import opa_binary
 
 
 def run_opa(
-    args: Sequence[str | Path], *, check: bool = True, cwd: Path | None = None, timeout: float = 600
+    args: Sequence[str | Path],
+    *,
+    check: bool = True,
+    cwd: Path | None = None,
+    timeout: float = 600,
+    binary: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`opa ARGS...`; with check, a non-zero exit raises OpaError with its stderr."""
+    """`opa ARGS...` (the build's OPA, or `binary`); with check, a non-zero exit raises OpaError with its stderr."""
     result = subprocess.run(
-        [str(opa_binary()), *map(str, args)],
+        [str(binary or opa_binary()), *map(str, args)],
         stdin=subprocess.DEVNULL,  # `opa run` without --server reads its REPL from stdin: end it at once
         capture_output=True,
         text=True,

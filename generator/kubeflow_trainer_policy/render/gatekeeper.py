@@ -1,4 +1,5 @@
-"""bundles/gatekeeper/<profile>/: ConstraintTemplates, Constraints, Provider, SyncSet, gator suites, kustomization."""
+"""bundles/gatekeeper/<profile>/ and bundles/gatekeeper-external-data/<profile>/: ConstraintTemplates, Constraints,
+SyncSet, gator suites, kustomizations."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Rule
 from kubeflow_trainer_policy.cel.gatekeeper import ENGINE, code_entry, in_template
 from kubeflow_trainer_policy.cel.source import SOURCE_FILE, load_source
-from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_DIR, GATEKEEPER_DIR
 from kubeflow_trainer_policy.profiles import Profile
 from kubeflow_trainer_policy.render import requests
 from kubeflow_trainer_policy.render.header import header
@@ -299,44 +300,51 @@ def _variant(rules: list[Rule], external_data: bool) -> list[Rule]:
     return [r for r in rules if r.id not in replaced]
 
 
-def _install(rules: list[Rule], source: str, folder: str, what: str) -> dict[str, str]:
-    """The three kustomizations of one install under `folder` ("" or external-data/): templates/, constraints/,
-    and the folder's own, which holds both."""
-    prefix = f"{folder}/" if folder else ""
-    up = "../" * (prefix.count("/") + 1)
+def _install(rules: list[Rule], source: str, where: dict[str, str], what: str) -> dict[str, str]:
+    """The three kustomizations of one install: templates/, constraints/, and the install's own folder, which holds
+    both. `where`: each rule's folder relative to the install's folder."""
     files: dict[str, str] = {}
     template_resources: list[str] = []
     sync = syncset(rules)
     if sync is not None:
         note = "# The kinds the rules read from data.inventory: Gatekeeper syncs them (SyncSet, Gatekeeper >= 3.15).\n"
-        files[f"{prefix}{TEMPLATES_DIR}/syncset.yaml"] = _yaml(source, sync, note)
+        files[f"{TEMPLATES_DIR}/syncset.yaml"] = _yaml(source, sync, note)
         template_resources.append("syncset.yaml")
-    template_resources += [f"{up}{rule.id}" for rule in rules]
+    template_resources += [f"../{where[rule.id]}" for rule in rules]
     sync_text = " and the SyncSet of the kinds they read" if sync is not None else ""
-    files[f"{prefix}{TEMPLATES_DIR}/kustomization.yaml"] = _yaml(
+    files[f"{TEMPLATES_DIR}/kustomization.yaml"] = _yaml(
         source, _kustomization(template_resources, TEMPLATES_ANNOTATIONS), TEMPLATES_NOTE.format(sync=sync_text)
     )
-    files[f"{prefix}{CONSTRAINTS_DIR}/kustomization.yaml"] = _yaml(
+    files[f"{CONSTRAINTS_DIR}/kustomization.yaml"] = _yaml(
         source,
-        _kustomization([f"{up}{rule.id}/{CONSTRAINT_DIR}" for rule in rules], CONSTRAINTS_ANNOTATIONS),
+        _kustomization([f"../{where[rule.id]}/{CONSTRAINT_DIR}" for rule in rules], CONSTRAINTS_ANNOTATIONS),
         CONSTRAINTS_NOTE,
     )
-    files[f"{prefix}kustomization.yaml"] = _yaml(
+    files["kustomization.yaml"] = _yaml(
         source, _kustomization([TEMPLATES_DIR, CONSTRAINTS_DIR]), PROFILE_NOTE.format(what=what)
     )
     return files
 
 
 def bundle_files(rules: list[Rule], profile: Profile) -> dict[str, str]:
-    """Files of bundles/gatekeeper/<profile>/, relative to it."""
+    """Files of bundles/gatekeeper/<profile>/ and of bundles/gatekeeper-external-data/<profile>/, relative to
+    bundles/. The external-data variant's own rules live in the second folder, apart from the rules gator can load:
+    gator registers no external_data builtin, so `gator test -f bundles/gatekeeper/<profile>/` and `gator verify`
+    of that folder would fail on them. The variant's kustomizations take the shared rules from the first folder."""
     source = f"policies/ (profile {profile.name})"
+    default_root = f"{GATEKEEPER_DIR}/{profile.name}"
+    variant_root = f"{EXTERNAL_DATA_DIR}/{profile.name}"
     files: dict[str, str] = {}
     for rule in rules:
+        root = variant_root if rule.alternative_to else default_root
         for path, text in rule_files(rule, profile).items():
-            files[f"{rule.id}/{path}"] = text
+            files[f"{root}/{rule.id}/{path}"] = text
     default_rules = _variant(rules, external_data=False)
-    files.update(_install(default_rules, source, "", WHAT_DEFAULT))
+    for path, text in _install(default_rules, source, {r.id: r.id for r in default_rules}, WHAT_DEFAULT).items():
+        files[f"{default_root}/{path}"] = text
     variant_rules = _variant(rules, external_data=True)
     if variant_rules != default_rules:
-        files.update(_install(variant_rules, source, EXTERNAL_DATA_VARIANT, WHAT_VARIANT))
+        where = {r.id: r.id if r.alternative_to else f"../../{default_root}/{r.id}" for r in variant_rules}
+        for path, text in _install(variant_rules, source, where, WHAT_VARIANT).items():
+            files[f"{variant_root}/{path}"] = text
     return files

@@ -10,7 +10,7 @@ from kubeflow_trainer_policy.atomic import write_text
 from kubeflow_trainer_policy.catalog import load_catalog
 from kubeflow_trainer_policy.catalog.model import Rule
 from kubeflow_trainer_policy.errors import InputError
-from kubeflow_trainer_policy.paths import PROJECT_ROOT
+from kubeflow_trainer_policy.paths import EXTERNAL_DATA_DIR, PROJECT_ROOT
 from kubeflow_trainer_policy.profiles import Profile, generated_profiles
 from kubeflow_trainer_policy.render import docs, gatekeeper, rego, vap, versions
 from kubeflow_trainer_policy.render.header import COMMAND
@@ -23,6 +23,10 @@ README = "README.md"
 
 def bundle_root(profile: Profile) -> str:
     return f"bundles/gatekeeper/{profile.name}"
+
+
+def external_data_root(profile: Profile) -> str:
+    return f"bundles/{EXTERNAL_DATA_DIR}/{profile.name}"
 
 
 def vap_root(profile: Profile) -> str:
@@ -44,14 +48,15 @@ class Tree:
 
 def render_tree(profiles: list[Profile], docs_profile: Profile, rules: Sequence[Rule] | None = None) -> Tree:
     """Everything generated for `profiles` (profiles/<profile>/, bundles/gatekeeper/<profile>/,
-    bundles/vap/<profile>/), the docs (examples from `docs_profile`) and the template version lock, for the catalog's
-    rules (or `rules`)."""
+    bundles/gatekeeper-external-data/<profile>/, bundles/vap/<profile>/), the docs (examples from `docs_profile`)
+    and the template version lock, for the catalog's rules (or `rules`)."""
     rules = list(load_catalog() if rules is None else rules)
     tree = Tree(
         roots=[
             DOCS,
             *(profile_root(p) for p in profiles),
             *(bundle_root(p) for p in profiles),
+            *(external_data_root(p) for p in profiles),
             *(vap_root(p) for p in profiles),
         ]
     )
@@ -63,7 +68,7 @@ def render_tree(profiles: list[Profile], docs_profile: Profile, rules: Sequence[
     tree.files[README] = docs.readme_with_rule_table(_read(README), rules, generated_profiles())
     for profile in profiles:
         for path, text in gatekeeper.bundle_files(rules, profile).items():
-            tree.files[f"{bundle_root(profile)}/{path}"] = text
+            tree.files[f"bundles/{path}"] = text
         for path, text in vap.bundle_files(rules, profile).items():
             tree.files[f"{vap_root(profile)}/{path}"] = text
     tree.files[versions.LOCK] = versions.lock_text(rules, generated_profiles())

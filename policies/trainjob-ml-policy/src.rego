@@ -1,5 +1,5 @@
 # METADATA
-# title: TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)
+# title: TrainJob settings fit its runtime's MPI, Torch, XGBoost, Flux or Volcano policy (reserved envs, torchtune models)
 # description: >-
 #   The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the runtime
 #   read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, not here). MPI:
@@ -15,7 +15,12 @@
 #   spec.trainer is set): spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or
 #   DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset numNodes counts as 1
 #   (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The numProcPerNode type checks are
-#   gone from v2.2, whose CRD types the field int32.
+#   gone from v2.2, whose CRD types the field int32. v2.3: MPI refuses the OMPI_MCA_* envs it sets, and each
+#   container of the runtime's torch.envInjection targets must exist in its job (Invalid at spec.runtimeRef). Flux
+#   (v2.2+): numProcPerNode below 1 (v2.3 reads spec.trainer.numProcPerNode first) and an initContainer
+#   flux-installer in the job node are Invalid. Volcano (v2.1+): an empty scheduling.volcano.sh/queue-name
+#   annotation is Invalid. Containers and annotations are read from the runtime template merged with the
+#   runtime patches (v2.1: annotations with the TrainJob's spec.annotations), as upstream validates.
 # custom:
 #   id: trainjob-ml-policy
 #   version: 1.2.0

@@ -517,7 +517,9 @@ RUNTIME_REF = "trainjob-runtime-ref"
 
 def _init_container_missing(p: Profile) -> Expected:
     """What trainjob-runtime-ref reports for a patch of an initContainer the runtime's node job lacks."""
-    return Expected(p.override_path, "Invalid", "must not have initContainer that doesn't exist in the runtime job node")
+    return Expected(
+        p.override_path, "Invalid", "must not have initContainer that doesn't exist in the runtime job node"
+    )
 
 
 def _env_injection_runtime(targets: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,6 +15,8 @@ class Profile:
 
     name: str
     releases: str
+    """The Trainer release the profile follows: the newest patch release of its minor (a minor's patches can change
+    admission, as v2.2.1 back-ported v2.3's suspend rule), the tag whose source its rules are read from."""
     override_field: str
     """The TrainJob override list, under `spec` (podSpecOverrides, podTemplateOverrides, runtimePatches)."""
     generated: bool = True
@@ -28,10 +30,10 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile(name="v2.0", releases="v2.0.0, v2.0.1", override_field="podSpecOverrides"),
-        Profile(name="v2.1", releases="v2.1.x", override_field="podTemplateOverrides"),
-        Profile(name="v2.2", releases="v2.2.x", override_field="runtimePatches"),
-        Profile(name="v2.3", releases="v2.3.0 and later", override_field="runtimePatches"),
+        Profile(name="v2.0", releases="v2.0.1", override_field="podSpecOverrides"),
+        Profile(name="v2.1", releases="v2.1.0", override_field="podTemplateOverrides"),
+        Profile(name="v2.2", releases="v2.2.1", override_field="runtimePatches"),
+        Profile(name="v2.3", releases="v2.3.0", override_field="runtimePatches"),
     )
 }
 DEFAULT_PROFILE = "v2.0"

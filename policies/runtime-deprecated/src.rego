@@ -11,7 +11,7 @@
 #   deprecation policy) reports nothing.
 # custom:
 #   id: runtime-deprecated
-#   version: 1.1.1
+#   version: 1.1.2
 #   specSection: profile table (deprecated ClusterTrainingRuntime)
 #   rationale: >-
 #     Deprecated runtimes will be removed by a later Trainer release; platform teams see which ones are still

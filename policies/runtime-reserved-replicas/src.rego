@@ -10,7 +10,7 @@
 #   (upstream returns an error for each; replicatedJobs has no maxItems).
 # custom:
 #   id: runtime-reserved-replicas
-#   version: 1.6.0
+#   version: 1.6.1
 #   specSection: D
 #   rationale: >-
 #     The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; more than

@@ -12,7 +12,7 @@
 #   nothing.
 # custom:
 #   id: trainjob-deprecated-runtime
-#   version: 1.0.8
+#   version: 1.0.9
 #   specSection: profile table (deprecated ClusterTrainingRuntime)
 #   rationale: Users learn that their TrainJob's runtime is going away while it still runs.
 #   match:

@@ -15,7 +15,9 @@ class ImmutableFieldsSettings:
     immutable_fields: tuple[tuple[str, str], ...]
     """C10: (spec field, CEL message) pairs immutable on UPDATE (managedBy is trainjob-managed-by's)."""
     patch_fields_immutable: bool
-    """C10 (v2.2+): six fields of each runtime patch's pod spec are immutable (CEL transition rules)."""
+    """C10 (v2.2+): fields of each runtime patch's pod spec are immutable (CEL transition rules)."""
+    termination_grace_period_immutable: bool = False
+    """v2.3 added terminationGracePeriodSeconds to the patch's pod spec, with a transition rule of its own."""
 
 
 V20_IMMUTABLE = (("runtimeRef", "runtimeRef is immutable"),)
@@ -29,7 +31,9 @@ RELEASES = {
     "v2.0": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
     "v2.1": ImmutableFieldsSettings(immutable_fields=V20_IMMUTABLE, patch_fields_immutable=False),
     "v2.2": ImmutableFieldsSettings(immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True),
-    "v2.3": ImmutableFieldsSettings(immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True),
+    "v2.3": ImmutableFieldsSettings(
+        immutable_fields=V22_IMMUTABLE, patch_fields_immutable=True, termination_grace_period_immutable=True
+    ),
 }
 
 SUSPENDED = {"suspend": True}
@@ -176,6 +180,30 @@ def _patch_cases(p: Profile) -> list[Case]:
                 )
             ),
             (Expected("spec.runtimePatches[0]." + POD.format(j=2, f="containers"), "Invalid", "field is immutable"),),
+        ),
+        _update(
+            p,
+            "patch_termination_grace_period_changed",
+            "v2.3: terminationGracePeriodSeconds 300 -> 600 in a suspended TrainJob's patch is Invalid, as "
+            "serviceAccountName is (v2.2's patch has no such field, so no rule).",
+            tj(_patch(p, "example.com/site", "node", terminationGracePeriodSeconds=300)),
+            tj(_patch(p, "example.com/site", "node", terminationGracePeriodSeconds=600)),
+            (
+                Expected(
+                    "spec.runtimePatches[0]." + POD.format(j=0, f="terminationGracePeriodSeconds"),
+                    "Invalid",
+                    "field is immutable",
+                ),
+            )
+            if RELEASES[p.name].termination_grace_period_immutable
+            else (),
+        ),
+        _update(
+            p,
+            "patch_termination_grace_period_added",
+            "Setting terminationGracePeriodSeconds where it was unset is not a transition CEL can see.",
+            tj(_patch(p, "example.com/site", "node")),
+            tj(_patch(p, "example.com/site", "node", terminationGracePeriodSeconds=600)),
         ),
         _update(
             p,

@@ -5,13 +5,14 @@
 #   old object): spec.runtimeRef (v2.0/v2.1 `runtimeRef is immutable`); from v2.2 spec.runtimeRef, spec.initializer,
 #   spec.trainer and spec.activeDeadlineSeconds (`field is immutable`), and in each runtimePatches entry (correlated
 #   by manager) and each of its replicated jobs (correlated by name) the pod spec's serviceAccountName, volumes,
-#   initContainers, containers, imagePullSecrets and securityContext. As in Kubernetes, a rule fires only when the
+#   initContainers, containers, imagePullSecrets and securityContext, from v2.3 also terminationGracePeriodSeconds.
+#   As in Kubernetes, a rule fires only when the
 #   field is set in both objects: adding or removing it is not caught. spec.managedBy, also immutable upstream, is
 #   rule trainjob-managed-by's. The patch rules do not depend on spec.suspend (the shared spec says 'while
 #   suspended'; upstream's CEL has no such condition).
 # custom:
 #   id: trainjob-immutable-fields
-#   version: 1.3.2
+#   version: 1.4.0
 #   specSection: E8
 #   rationale: >-
 #     The Trainer builds the JobSet from these fields once; changing them later is either ignored or breaks the
@@ -30,13 +31,16 @@ import data.lib.trainer.violations
 # title: releases
 # description: >-
 #   The spec fields each release makes immutable on UPDATE, with their CEL messages (managedBy is
-#   trainjob-managed-by's), and whether six pod spec fields of each runtime patch are immutable too (v2.2+).
+#   trainjob-managed-by's), whether pod spec fields of each runtime patch are immutable too (v2.2+), and which:
+#   six in v2.2, and terminationGracePeriodSeconds, which v2.3 added to the patch with its own transition rule.
 releases := {
-	"v2.0": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false},
-	"v2.1": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false},
-	"v2.2": {"immutable": later_immutable, "patch_fields_immutable": true},
-	"v2.3": {"immutable": later_immutable, "patch_fields_immutable": true},
+	"v2.0": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false, "patch_fields": []},
+	"v2.1": {"immutable": [["runtimeRef", "runtimeRef is immutable"]], "patch_fields_immutable": false, "patch_fields": []},
+	"v2.2": {"immutable": later_immutable, "patch_fields_immutable": true, "patch_fields": v2_2_patch_fields},
+	"v2.3": {"immutable": later_immutable, "patch_fields_immutable": true, "patch_fields": array.concat(v2_2_patch_fields, ["terminationGracePeriodSeconds"])},
 }
+
+v2_2_patch_fields := ["serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets", "securityContext"]
 
 later_immutable := [
 	["runtimeRef", "field is immutable"],
@@ -70,7 +74,7 @@ violation contains v if {
 	v := violations.make(sprintf("spec.%s", [name]), "Invalid", detail)
 }
 
-patch_fields := ["serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets", "securityContext"]
+patch_fields := settings.patch_fields
 
 patches(obj) := review.array(review.get(obj, ["spec", "runtimePatches"], []))
 
@@ -114,10 +118,10 @@ job_names(jobs) := {x: name |
 # METADATA
 # title: patch field changed
 # description: >-
-#   Invalid when one of six pod spec fields of a runtime patch changes: patches are correlated by manager and
+#   Invalid when an immutable pod spec field of a runtime patch changes: patches are correlated by manager and
 #   their replicated jobs by name (listType=map), as the API server correlates them for transition rules.
 #   Equal patches and jobs are passed over whole; each new job finds the old jobs of its name in an index, and
-#   only the six fields its pod sets are compared.
+#   only the immutable fields its pod sets are compared.
 #   From v2.2, whose runtime patches carry these transition rules.
 violation contains v if {
 	settings.patch_fields_immutable

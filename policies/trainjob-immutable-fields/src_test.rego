@@ -27,3 +27,11 @@ test_positions_index_each_key_also_when_keys_repeat if {
 	positions(["a", "b", "a"]) == {"a": [0, 2], "b": [1]}
 	job_names([{"name": "x"}, {}, "y", {"name": "z"}]) == {0: "x", 3: "z"}
 }
+
+patch_spec(seconds) := {"runtimePatches": [{"manager": "example.com/site", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {"terminationGracePeriodSeconds": seconds}}}}}]}}}}]}
+
+test_termination_grace_period_is_immutable_from_v2_3 if {
+	result := {v.details.field | some v in violation} with input as update(patch_spec(300), patch_spec(600))
+	expected := {"spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.terminationGracePeriodSeconds" | profile.name == "v2.3"}
+	result == expected
+}

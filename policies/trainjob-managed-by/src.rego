@@ -6,7 +6,7 @@
 #   set -> unset and unset -> set. The policy validates only; it never defaults the field.
 # custom:
 #   id: trainjob-managed-by
-#   version: 1.2.1
+#   version: 1.2.2
 #   specSection: C
 #   rationale: >-
 #     A value other than the built-in controller's hands reconciliation to another controller (MultiKueue dispatches

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeflow_trainer_policy.catalog.model import AUDIT, Case, Expected
-from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, mpi_runtime, runtime, trainjob
+from kubeflow_trainer_policy.catalog.trainjob_fixtures import job, mpi_runtime, override_entry, runtime, trainjob
 from kubeflow_trainer_policy.profiles import Profile
 
 
@@ -22,6 +22,17 @@ class MLPolicySettings:
     """Models a torchtune TrainJob may name (upstream's TorchTuneSupportedPretrainedModels)."""
     xgboost_reserved_envs: bool
     """v2.2+: the XGBoost plugin (kubeflow/trainer#3200) forbids the DMLC_* envs it injects."""
+    mpi_reserved_envs: bool = False
+    """v2.3: the MPI plugin refuses the OMPI_MCA_* envs it sets (constants.MPIReservedEnvNames)."""
+    torch_env_injection: bool = False
+    """v2.3: each container of the runtime's torch.envInjection targets must exist in its job."""
+    flux_checks: bool = False
+    """v2.2+: the Flux plugin's Validate (numProcPerNode >= 1, initContainer flux-installer reserved)."""
+    flux_trainer_num_proc_per_node: bool = False
+    """v2.3: the Flux numProcPerNode check reads spec.trainer.numProcPerNode before the runtime's."""
+    volcano_queue_annotations: str = "none"
+    """Where the Volcano queue annotation may also come from: none (no Volcano plugin, v2.0), the TrainJob's
+    spec.annotations (v2.1), the runtime patches' template metadata (v2.2+)."""
 
 
 LATER_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
@@ -49,6 +60,7 @@ RELEASES = {
         torchtune_lora_args_checks=False,
         torchtune_models=LATER_MODELS,
         xgboost_reserved_envs=False,
+        volcano_queue_annotations="trainjob",
     ),
     "v2.2": MLPolicySettings(
         num_proc_per_node_int_or_string=False,
@@ -56,6 +68,8 @@ RELEASES = {
         torchtune_lora_args_checks=False,
         torchtune_models=LATER_MODELS,
         xgboost_reserved_envs=True,
+        flux_checks=True,
+        volcano_queue_annotations="patches",
     ),
     "v2.3": MLPolicySettings(
         num_proc_per_node_int_or_string=False,
@@ -63,6 +77,11 @@ RELEASES = {
         torchtune_lora_args_checks=True,
         torchtune_models=LATER_MODELS,
         xgboost_reserved_envs=True,
+        mpi_reserved_envs=True,
+        torch_env_injection=True,
+        flux_checks=True,
+        flux_trainer_num_proc_per_node=True,
+        volcano_queue_annotations="patches",
     ),
 }
 
@@ -436,5 +455,258 @@ def _xgboost_cases(p: Profile) -> list[Case]:
     ]
 
 
+MPI_RESERVED = (
+    "OMPI_MCA_orte_default_hostfile",
+    "OMPI_MCA_plm_rsh_args",
+    "OMPI_MCA_orte_keep_fqdn_hostnames",
+    "OMPI_MCA_orte_set_default_slots",
+)
+
+
+def _mpi_reserved_env_cases(p: Profile) -> list[Case]:
+    checked = RELEASES[p.name].mpi_reserved_envs
+    env = [
+        {"name": "OMPI_MCA_plm_rsh_args", "value": "-o X"},
+        {"name": "FOO"},
+        {"name": "OMPI_MCA_orte_default_hostfile"},
+    ]
+    return [
+        Case(
+            "mpi_reserved_envs",
+            "v2.3: an MPI TrainJob's spec.trainer.env sets OMPI_MCA_* envs the MPI plugin sets: one Invalid listing "
+            "them sorted, space-separated (mpi.go Validate, constants.MPIReservedEnvNames).",
+            trainjob(p, runtime="mpi-distributed", trainer={"env": env}),
+            cluster=(mpi_runtime(),),
+            expected=(
+                Expected(
+                    "spec.trainer.env",
+                    "Invalid",
+                    "must not have reserved envs, invalid envs configured: "
+                    "[OMPI_MCA_orte_default_hostfile OMPI_MCA_plm_rsh_args]",
+                ),
+            )
+            if checked
+            else (),
+        ),
+        Case(
+            "mpi_every_reserved_env",
+            "v2.3: all four OMPI_MCA_* names are reserved.",
+            trainjob(p, runtime="mpi-distributed", trainer={"env": [{"name": n, "value": "1"} for n in MPI_RESERVED]}),
+            cluster=(mpi_runtime(),),
+            expected=(
+                Expected(
+                    "spec.trainer.env",
+                    "Invalid",
+                    "must not have reserved envs, invalid envs configured: [" + " ".join(sorted(MPI_RESERVED)) + "]",
+                ),
+            )
+            if checked
+            else (),
+        ),
+        Case(
+            "mpi_reserved_envs_on_torch_runtime",
+            "OMPI_MCA_* envs are only reserved on an MPI runtime.",
+            trainjob(p, trainer={"env": env}),
+            cluster=(runtime(),),
+        ),
+    ]
+
+
+RUNTIME_REF = "trainjob-runtime-ref"
+
+
+def _init_container_missing(p: Profile) -> Expected:
+    """What trainjob-runtime-ref reports for a patch of an initContainer the runtime's node job lacks."""
+    return Expected(
+        p.override_path, "Invalid", "must not have initContainer that doesn't exist in the runtime job node"
+    )
+
+
+def _env_injection_runtime(targets: list[dict[str, Any]]) -> dict[str, Any]:
+    return runtime(ml_policy={"numNodes": 1, "torch": {"envInjection": {"targets": targets}}})
+
+
+def _env_injection_cases(p: Profile) -> list[Case]:
+    checked = RELEASES[p.name].torch_env_injection
+
+    def missing(job_name: str, container_name: str) -> Expected:
+        return Expected(
+            "spec.runtimeRef",
+            "Invalid",
+            f'envInjection target podSet "{job_name}" container "{container_name}" not found in runtime template',
+        )
+
+    return [
+        Case(
+            "torch_env_injection_targets_exist",
+            "A target's containers may be an initContainer (setup) or a container (sidecar) of its job.",
+            trainjob(p),
+            cluster=(_env_injection_runtime([{"jobName": "node", "containerNames": ["setup", "sidecar"]}]),),
+        ),
+        Case(
+            "torch_env_injection_target_missing",
+            "v2.3: a target container its job lacks, and a target job the runtime lacks: one Invalid at "
+            "spec.runtimeRef per missing container, whether or not spec.trainer is set (torch.go "
+            "validateEnvInjectionTargets).",
+            trainjob(p),
+            cluster=(
+                _env_injection_runtime(
+                    [
+                        {"jobName": "node", "containerNames": ["setup", "missing-container"]},
+                        {"jobName": "missing-job", "containerNames": ["preflight-check"]},
+                    ]
+                ),
+            ),
+            expected=(missing("node", "missing-container"), missing("missing-job", "preflight-check"))
+            if checked
+            else (),
+        ),
+        Case(
+            "torch_env_injection_container_from_runtime_patch",
+            "v2.3: upstream validates the template merged with the runtime patches, so a patch that adds the target "
+            "initContainer satisfies the target (trainjob-runtime-ref, checking the patch against the runtime before "
+            "the merge, refuses the patch itself).",
+            trainjob(p, overrides=[override_entry(p, ["node"], init_containers=[{"name": "preflight"}])]),
+            cluster=(_env_injection_runtime([{"jobName": "node", "containerNames": ["preflight"]}]),),
+            also_in_bundle=((RUNTIME_REF, _init_container_missing(p)),),
+        ),
+    ]
+
+
+def _flux_runtime(num_proc_per_node: int = 1, init_containers: list[str] | None = None) -> dict[str, Any]:
+    return runtime(
+        "flux-runtime",
+        [job("node", ancestor="trainer", init_containers=init_containers)],
+        ml_policy={"numNodes": 1, "flux": {"numProcPerNode": num_proc_per_node}},
+    )
+
+
+def _flux_cases(p: Profile) -> list[Case]:
+    settings = RELEASES[p.name]
+    npn = Expected(NPN, "Invalid", "must be greater than or equal to 1 for Flux TrainJob")
+    installer = Expected("spec.trainer.initContainers", "Invalid", "InitContainer 'flux-installer' is reserved")
+    return [
+        Case(
+            "flux_allowed",
+            "A Flux TrainJob with one process per node and its own initContainer.",
+            trainjob(p, runtime="flux-runtime", trainer={"numNodes": 2, "numProcPerNode": 1}),
+            cluster=(_flux_runtime(init_containers=["setup"]),),
+        ),
+        Case(
+            "flux_num_proc_per_node_zero",
+            "v2.3: spec.trainer.numProcPerNode 0 on a Flux runtime (flux.go Validate reads the TrainJob's value "
+            "first); v2.2 reads only the runtime's, which its CRD keeps >= 1.",
+            trainjob(p, runtime="flux-runtime", trainer={"numProcPerNode": 0}),
+            cluster=(_flux_runtime(),),
+            expected=(npn,) if settings.flux_trainer_num_proc_per_node else (),
+        ),
+        Case(
+            "flux_installer_reserved",
+            "v2.2+: the runtime's node job has an initContainer flux-installer, which the Flux plugin adds itself.",
+            trainjob(p, runtime="flux-runtime"),
+            cluster=(_flux_runtime(init_containers=["flux-installer"]),),
+            expected=(installer,) if settings.flux_checks else (),
+        ),
+        Case(
+            "flux_installer_from_runtime_patch",
+            "v2.2+: a runtime patch that adds flux-installer to the node job counts: upstream checks the merged "
+            "template.",
+            trainjob(
+                p,
+                runtime="flux-runtime",
+                overrides=[override_entry(p, ["node"], init_containers=[{"name": "flux-installer"}])],
+            ),
+            cluster=(_flux_runtime(),),
+            expected=(installer,) if settings.flux_checks else (),
+            also_in_bundle=((RUNTIME_REF, _init_container_missing(p)),),
+        ),
+    ]
+
+
+VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+
+
+def _volcano_runtime(annotations: dict[str, str] | None) -> dict[str, Any]:
+    rt = runtime()
+    rt["spec"]["podGroupPolicy"] = {"volcano": {}}
+    if annotations is not None:
+        rt["spec"]["template"]["metadata"] = {"annotations": annotations}
+    return rt
+
+
+def _volcano_cases(p: Profile) -> list[Case]:
+    settings = RELEASES[p.name]
+    empty = Expected(f"spec.annotations[{VOLCANO_QUEUE}]", "Invalid", "Volcano queue name must not be empty")
+
+    def patched(queue: str) -> list[dict[str, Any]]:
+        entry = override_entry(p, ["node"])
+        entry["trainingRuntimeSpec"]["template"]["metadata"] = {"annotations": {VOLCANO_QUEUE: queue}}
+        return [entry]
+
+    cases = [
+        Case(
+            "volcano_queue_set",
+            "A Volcano runtime naming a queue.",
+            trainjob(p),
+            cluster=(_volcano_runtime({VOLCANO_QUEUE: "q1"}),),
+        ),
+        Case(
+            "volcano_queue_empty",
+            "v2.1+: the runtime template's queue annotation is empty (volcano.go Validate).",
+            trainjob(p),
+            cluster=(_volcano_runtime({VOLCANO_QUEUE: ""}),),
+            expected=(empty,) if settings.volcano_queue_annotations != "none" else (),
+        ),
+        Case(
+            "volcano_queue_empty_without_volcano_policy",
+            "Without podGroupPolicy.volcano the annotation is not checked.",
+            trainjob(p),
+            cluster=(runtime(),),
+        ),
+    ]
+    if settings.volcano_queue_annotations == "trainjob":
+        cases += [
+            Case(
+                "volcano_queue_emptied_by_trainjob",
+                "v2.1: the TrainJob's spec.annotations override the runtime's.",
+                trainjob(p, extra={"annotations": {VOLCANO_QUEUE: ""}}),
+                cluster=(_volcano_runtime({VOLCANO_QUEUE: "q1"}),),
+                expected=(empty,),
+            ),
+            Case(
+                "volcano_queue_set_by_trainjob",
+                "v2.1: a TrainJob that names a queue over the runtime's empty one.",
+                trainjob(p, extra={"annotations": {VOLCANO_QUEUE: "q1"}}),
+                cluster=(_volcano_runtime({VOLCANO_QUEUE: ""}),),
+            ),
+        ]
+    if settings.volcano_queue_annotations == "patches":
+        cases += [
+            Case(
+                "volcano_queue_emptied_by_runtime_patch",
+                "v2.2+: a runtime patch's template metadata annotations override the runtime's.",
+                trainjob(p, overrides=patched("")),
+                cluster=(_volcano_runtime({VOLCANO_QUEUE: "q1"}),),
+                expected=(empty,),
+            ),
+            Case(
+                "volcano_queue_set_by_runtime_patch",
+                "v2.2+: the last patch that sets the annotation wins.",
+                trainjob(p, overrides=[*patched(""), {**patched("q2")[0], "manager": "example.com/other"}]),
+                cluster=(_volcano_runtime(None),),
+            ),
+        ]
+    return cases
+
+
 def cases(p: Profile) -> list[Case]:
-    return _torch_cases(p) + _mpi_cases(p) + _torchtune_cases(p) + _xgboost_cases(p)
+    return (
+        _torch_cases(p)
+        + _mpi_cases(p)
+        + _torchtune_cases(p)
+        + _xgboost_cases(p)
+        + _mpi_reserved_env_cases(p)
+        + _env_injection_cases(p)
+        + _flux_cases(p)
+        + _volcano_cases(p)
+    )

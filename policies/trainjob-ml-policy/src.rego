@@ -1,5 +1,5 @@
 # METADATA
-# title: TrainJob settings fit its runtime's MPI, Torch or XGBoost policy (reserved envs, torchtune models)
+# title: TrainJob settings fit its runtime's MPI, Torch, XGBoost, Flux or Volcano policy (reserved envs, torchtune models)
 # description: >-
 #   The Trainer's MPI and Torch plugin checks, CREATE and UPDATE (and audit), against the mlPolicy of the runtime
 #   read from data.inventory (a runtime that cannot be read is reported by trainjob-runtime-ref, not here). MPI:
@@ -15,10 +15,15 @@
 #   spec.trainer is set): spec.trainer.env[i] must not set DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID or
 #   DMLC_NUM_WORKER (Forbidden, `<NAME> is reserved for the XGBoost runtime`). An unset numNodes counts as 1
 #   (v2.0/v2.1 upstream dereference it unchecked and fail with a server error). The numProcPerNode type checks are
-#   gone from v2.2, whose CRD types the field int32.
+#   gone from v2.2, whose CRD types the field int32. v2.3: MPI refuses the OMPI_MCA_* envs it sets, and each
+#   container of the runtime's torch.envInjection targets must exist in its job (Invalid at spec.runtimeRef). Flux
+#   (v2.2+): numProcPerNode below 1 (v2.3 reads spec.trainer.numProcPerNode first) and an initContainer
+#   flux-installer in the job node are Invalid. Volcano (v2.1+): an empty scheduling.volcano.sh/queue-name
+#   annotation is Invalid. Containers and annotations are read from the runtime template merged with the
+#   runtime patches (v2.1: annotations with the TrainJob's spec.annotations), as upstream validates.
 # custom:
 #   id: trainjob-ml-policy
-#   version: 1.1.5
+#   version: 1.2.1
 #   specSection: E6-E7
 #   rationale: >-
 #     torchrun's PET_* variables, the MPI launcher layout and the torchtune recipes are set by the Trainer from the
@@ -47,7 +52,11 @@ import data.lib.trainer.violations
 #   TorchTuneSupportedPretrainedModels (v2.0's set is not confirmed: the union of both readings of the release, so
 #   that nothing the release admits is denied; docs/upstream/checks.md). torchtune_qlora_checks: the QLoRA checks
 #   (v2.1+). torchtune_lora_args_checks: LoRA multi-node and immutable trainer args (v2.3). xgboost_reserved_envs:
-#   the DMLC_* envs the XGBoost plugin injects (v2.2+).
+#   the DMLC_* envs the XGBoost plugin injects (v2.2+). mpi_reserved_envs: the OMPI_MCA_* envs (v2.3).
+#   torch_env_injection: the runtime's envInjection targets exist (v2.3). flux_checks: the Flux plugin (v2.2+);
+#   flux_trainer_num_proc_per_node: its numProcPerNode check reads spec.trainer.numProcPerNode first (v2.3).
+#   volcano_queue_annotations: where the Volcano queue annotation comes from besides the runtime template's
+#   metadata: none (no Volcano plugin, v2.0), the TrainJob's spec.annotations (v2.1), the runtime patches (v2.2+).
 releases := {
 	"v2.0": {
 		"num_proc_per_node_int_or_string": true,
@@ -55,6 +64,11 @@ releases := {
 		"torchtune_qlora_checks": false,
 		"torchtune_lora_args_checks": false,
 		"xgboost_reserved_envs": false,
+		"mpi_reserved_envs": false,
+		"torch_env_injection": false,
+		"flux_checks": false,
+		"flux_trainer_num_proc_per_node": false,
+		"volcano_queue_annotations": "none",
 	},
 	"v2.1": {
 		"num_proc_per_node_int_or_string": true,
@@ -62,6 +76,11 @@ releases := {
 		"torchtune_qlora_checks": true,
 		"torchtune_lora_args_checks": false,
 		"xgboost_reserved_envs": false,
+		"mpi_reserved_envs": false,
+		"torch_env_injection": false,
+		"flux_checks": false,
+		"flux_trainer_num_proc_per_node": false,
+		"volcano_queue_annotations": "trainjob",
 	},
 	"v2.2": {
 		"num_proc_per_node_int_or_string": false,
@@ -69,6 +88,11 @@ releases := {
 		"torchtune_qlora_checks": true,
 		"torchtune_lora_args_checks": false,
 		"xgboost_reserved_envs": true,
+		"mpi_reserved_envs": false,
+		"torch_env_injection": false,
+		"flux_checks": true,
+		"flux_trainer_num_proc_per_node": false,
+		"volcano_queue_annotations": "patches",
 	},
 	"v2.3": {
 		"num_proc_per_node_int_or_string": false,
@@ -76,6 +100,11 @@ releases := {
 		"torchtune_qlora_checks": true,
 		"torchtune_lora_args_checks": true,
 		"xgboost_reserved_envs": true,
+		"mpi_reserved_envs": true,
+		"torch_env_injection": true,
+		"flux_checks": true,
+		"flux_trainer_num_proc_per_node": true,
+		"volcano_queue_annotations": "patches",
 	},
 }
 
@@ -360,4 +389,160 @@ violation contains v if {
 	key := split(a, "=")[0]
 	key in immutable_configs
 	v := violations.make(sprintf("spec.trainer.args[%d]", [i]), "Invalid", sprintf("must not set immutable config %q in trainer args; it is managed by the runtime", [key]))
+}
+
+mpi_reserved_envs := {"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames", "OMPI_MCA_orte_set_default_slots"}
+
+configured_mpi_reserved := {name |
+	some env in review.array(review.get(trainer, ["env"], []))
+	name := env.name
+	name in mpi_reserved_envs
+}
+
+# METADATA
+# title: MPI reserved envs
+# description: >-
+#   Invalid (v2.3) when an MPI TrainJob's spec.trainer.env sets an OMPI_MCA_* variable the MPI plugin sets
+#   (sorted list, the Torch check's wording).
+violation contains v if {
+	settings.mpi_reserved_envs
+	checked
+	mpi
+	is_object(trainer)
+	count(configured_mpi_reserved) > 0
+	v := violations.make("spec.trainer.env", "Invalid", sprintf("must not have reserved envs, invalid envs configured: [%s]", [concat(" ", sort(configured_mpi_reserved))]))
+}
+
+# METADATA
+# title: patched_jobs
+# description: >-
+#   The replicated jobs of every runtime patch (v2.2+), in order: upstream validates the runtime template after
+#   merging them (strategic merge by name), so a container a patch adds is part of its job.
+patched_jobs := [job |
+	profile.override_field == "runtimePatches"
+	some patch in review.array(review.get(trainjob, ["spec", "runtimePatches"], []))
+	some job in review.array(review.get(patch, ["trainingRuntimeSpec", "template", "spec", "replicatedJobs"], []))
+	is_object(job)
+]
+
+# METADATA
+# title: merged_container_names
+# description: >-
+#   Names of the `kind` (containers or initContainers) of the job named `job_name` in the runtime template merged
+#   with the runtime patches.
+merged_container_names(job_name, kind) := {name |
+	some job in array.concat(runtime.requested_jobs, patched_jobs)
+	object.get(job, "name", null) == job_name
+	some c in review.array(object.get(job, ["template", "spec", "template", "spec", kind], []))
+	name := c.name
+	is_string(name)
+}
+
+torch_policy := p if {
+	p := review.get(ml, ["torch"], null)
+	is_object(p)
+}
+
+# METADATA
+# title: Torch envInjection targets
+# description: >-
+#   Invalid at spec.runtimeRef (v2.3) for each container of the runtime's mlPolicy.torch.envInjection targets that
+#   the target job of the merged template has neither as a container nor as an initContainer (whether or not
+#   spec.trainer is set).
+violation contains v if {
+	settings.torch_env_injection
+	checked
+	some target in review.array(review.get(torch_policy, ["envInjection", "targets"], []))
+	job_name := review.get(target, ["jobName"], "")
+	some container in review.array(review.get(target, ["containerNames"], []))
+	is_string(container)
+	not container in merged_container_names(job_name, "containers")
+	not container in merged_container_names(job_name, "initContainers")
+	v := violations.make("spec.runtimeRef", "Invalid", sprintf("envInjection target podSet %q container %q not found in runtime template", [job_name, container]))
+}
+
+flux_policy := p if {
+	settings.flux_checks
+	checked
+	p := review.get(ml, ["flux"], null)
+	is_object(p)
+}
+
+# METADATA
+# title: flux_num_proc_per_node
+# description: >-
+#   The Flux plugin's numProcPerNode: spec.trainer.numProcPerNode when set (v2.3), else the runtime's
+#   mlPolicy.flux.numProcPerNode; undefined when neither is a number.
+flux_num_proc_per_node := n if {
+	settings.flux_trainer_num_proc_per_node
+	n := num_proc_per_node
+	is_number(n)
+} else := n if {
+	n := review.get(flux_policy, ["numProcPerNode"], null)
+	is_number(n)
+}
+
+# METADATA
+# title: Flux numProcPerNode
+# description: >-
+#   Invalid (v2.2+) when a Flux TrainJob's numProcPerNode is below 1 (from v2.3 the TrainJob's own value counts;
+#   the runtime's value below 1 the runtime CRD already refuses).
+violation contains v if {
+	is_object(flux_policy)
+	flux_num_proc_per_node < 1
+	v := violations.make("spec.trainer.numProcPerNode", "Invalid", "must be greater than or equal to 1 for Flux TrainJob")
+}
+
+# METADATA
+# title: Flux installer reserved
+# description: >-
+#   Invalid (v2.2+) when a Flux runtime's job `node`, merged with the runtime patches, has an initContainer named
+#   flux-installer (the plugin adds its own).
+violation contains v if {
+	is_object(flux_policy)
+	"flux-installer" in merged_container_names("node", "initContainers")
+	v := violations.make("spec.trainer.initContainers", "Invalid", "InitContainer 'flux-installer' is reserved")
+}
+
+volcano_queue_key := "scheduling.volcano.sh/queue-name"
+
+# The runtime template's metadata annotations, {} when absent or the runtime cannot be read.
+runtime_annotations := a if {
+	a := object.get(runtime.requested, ["spec", "template", "metadata", "annotations"], {})
+} else := {}
+
+# METADATA
+# title: annotation_sources
+# description: >-
+#   The annotation maps upstream merges into the runtime info, later ones winning: the runtime template's
+#   metadata, then (v2.1) the TrainJob's spec.annotations or (v2.2+) each runtime patch's template metadata.
+annotation_sources := array.concat([runtime_annotations], later) if {
+	settings.volcano_queue_annotations == "trainjob"
+	later := [review.get(trainjob, ["spec", "annotations"], {})]
+} else := array.concat([runtime_annotations], later) if {
+	settings.volcano_queue_annotations == "patches"
+	later := [a |
+		some patch in review.array(review.get(trainjob, ["spec", "runtimePatches"], []))
+		a := review.get(patch, ["trainingRuntimeSpec", "template", "metadata", "annotations"], {})
+	]
+}
+
+volcano_queues := [q |
+	some annotations in annotation_sources
+	q := review.get(annotations, [volcano_queue_key], null)
+	is_string(q)
+]
+
+# METADATA
+# title: Volcano queue empty
+# description: >-
+#   Invalid (v2.1+) when a runtime with podGroupPolicy.volcano ends up with the annotation
+#   scheduling.volcano.sh/queue-name set to "" (the last source that sets it wins).
+violation contains v if {
+	settings.volcano_queue_annotations != "none"
+	checked
+	is_object(object.get(runtime.requested, ["spec", "podGroupPolicy", "volcano"], null))
+	count(volcano_queues) > 0
+	volcano_queues[count(volcano_queues) - 1] == ""
+	v := violations.make(sprintf("spec.annotations[%s]", [volcano_queue_key]), "Invalid", "Volcano queue name must not be empty")
 }

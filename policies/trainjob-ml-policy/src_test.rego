@@ -37,3 +37,28 @@ test_gpus_per_node_count_any_gpu_resource_rounded_up if {
 	gpus_per_node == 2 with input as request_of("torchtune-llama3.2-1b", {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "1500m"}}})
 	gpus_per_node == 1 with input as request_of("torchtune-llama3.2-1b", {"resourcesPerNode": {"requests": {"amd.com/GPU": 1}}})
 }
+
+test_the_checks_later_releases_added if {
+	settings.mpi_reserved_envs == object.get({"v2.3": true}, profile.name, false)
+	settings.torch_env_injection == object.get({"v2.3": true}, profile.name, false)
+	settings.flux_checks == object.get({"v2.2": true, "v2.3": true}, profile.name, false)
+	settings.flux_trainer_num_proc_per_node == object.get({"v2.3": true}, profile.name, false)
+	settings.volcano_queue_annotations == object.get({"v2.0": "none", "v2.1": "trainjob"}, profile.name, "patches")
+}
+
+patched_request(patches) := {"review": {"operation": "CREATE", "object": {"metadata": {"namespace": "team-a", "name": "job"}, "spec": {"runtimeRef": {"name": "r"}, "runtimePatches": patches}}}}
+
+test_patched_jobs_are_read_only_from_runtime_patches if {
+	jobs := patched_jobs with input as patched_request([{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node"}, "x"]}}}}, "y"])
+	jobs == [{"name": "node"} | profile.override_field == "runtimePatches"]
+}
+
+test_the_last_annotation_source_that_sets_the_queue_wins if {
+	patches := [
+		{"trainingRuntimeSpec": {"template": {"metadata": {"annotations": {volcano_queue_key: ""}}}}},
+		{"trainingRuntimeSpec": {"template": {"metadata": {"annotations": {"other": "a"}}}}},
+		{"trainingRuntimeSpec": {"template": {"metadata": {"annotations": {volcano_queue_key: "q"}}}}},
+	]
+	queues := volcano_queues with input as patched_request(patches)
+	queues == [q | settings.volcano_queue_annotations == "patches"; some q in ["", "q"]]
+}

@@ -10,7 +10,7 @@
 #   about.
 # custom:
 #   id: trainjob-name
-#   version: 1.1.1
+#   version: 1.1.2
 #   specSection: E1
 #   rationale: >-
 #     A longer name, a dot or a leading digit make the Trainer fail to create the JobSet's Services after the

@@ -3,7 +3,7 @@
 # description: >-
 #   On UPDATE of a TrainJob whose override list (podSpecOverrides in v2.0, podTemplateOverrides in v2.1,
 #   runtimePatches from v2.2) changed semantically (absent, null and [] are equal; order matters; quantities compare
-#   by value): the TrainJob must be suspended (v2.0 to v2.2: the new object; v2.3: the old or the new object), and
+#   by value): the TrainJob must be suspended (v2.0, v2.1: the new object; v2.2 and v2.3: the old or the new object), and
 #   the JobSet with the TrainJob's namespace and name must have no replicated job with active > 0. A JobSet that
 #   does not exist is inactive. schedulingGates are part of the overrides and follow the same rule. CREATE and audit
 #   are never checked. The JobSet state comes from the external data provider (parameter providerName), looked up
@@ -13,7 +13,7 @@
 #   handler.
 # custom:
 #   id: trainjob-override-mutability-external-data
-#   version: 1.1.7
+#   version: 1.1.8
 #   specSection: A, B
 #   rationale: >-
 #     The Trainer merges overrides into the JobSet it creates; changing them while Jobs run would leave running Pods

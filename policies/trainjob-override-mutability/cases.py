@@ -23,7 +23,8 @@ class MutabilitySettings:
     override_prefix: str
     """The message prefix naming the override list (PodSpecOverrides, PodTemplateOverrides, RuntimePatches)."""
     suspend_rule: Literal["new", "old_or_new"]
-    """`new`: only the new object's spec.suspend counts (v2.0-v2.2); `old_or_new`: either object suspended (v2.3)."""
+    """`new`: only the new object's spec.suspend counts (v2.0, v2.1, v2.2.0); `old_or_new`: either object suspended
+    (v2.3, and v2.2.1, which back-ported it)."""
 
     @property
     def suspend_detail(self) -> str:
@@ -41,7 +42,7 @@ class MutabilitySettings:
 RELEASES = {
     "v2.0": MutabilitySettings(override_prefix="PodSpecOverrides", suspend_rule="new"),
     "v2.1": MutabilitySettings(override_prefix="PodTemplateOverrides", suspend_rule="new"),
-    "v2.2": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="new"),
+    "v2.2": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="old_or_new"),
     "v2.3": MutabilitySettings(override_prefix="RuntimePatches", suspend_rule="old_or_new"),
 }
 
@@ -146,8 +147,8 @@ def shared_cases(p: Profile) -> list[Case]:
         ),
         update(
             "change_and_unsuspend_in_one_request",
-            "Changing overrides and unsuspending in one request: denied in v2.0 (new object only); "
-            "allowed from v2.3 (old object suspended) while the JobSet does not exist.",
+            "Changing overrides and unsuspending in one request: denied in v2.0 and v2.1 (new object only); "
+            "allowed from v2.2.1 (old object suspended) while the JobSet does not exist.",
             trainjob(p, overrides=before, suspend=True),
             trainjob(p, overrides=after, suspend=False),
             expected=unsuspend_expected,
@@ -172,6 +173,15 @@ def shared_cases(p: Profile) -> list[Case]:
             trainjob(p, overrides=after, suspend=True),
             cluster=(two_active,),
             expected=(active("node"), active("launcher")),
+        ),
+        update(
+            "change_and_suspend_while_jobset_active",
+            "Suspending and changing overrides in one request while the JobSet still runs: the JobSet check "
+            "applies (v2.2.1's own case `forbid atomic update: suspending trainJob with runtimePatches change`).",
+            trainjob(p, overrides=before, suspend=False),
+            trainjob(p, overrides=after, suspend=True),
+            cluster=(running,),
+            expected=(active("node"),),
         ),
         Case(
             "audit_has_no_transition",

@@ -3,7 +3,7 @@
 # METADATA
 # title: Trainer profile v2.1
 # description: >-
-#   Kubeflow Trainer v2.1.x: what the rules read about the release. Each rule that differs
+#   Kubeflow Trainer v2.1.0: what the rules read about the release. Each rule that differs
 #   between releases keeps its own table keyed by `name`.
 package lib.trainer.profile
 

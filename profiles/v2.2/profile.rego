@@ -3,7 +3,7 @@
 # METADATA
 # title: Trainer profile v2.2
 # description: >-
-#   Kubeflow Trainer v2.2.x: what the rules read about the release. Each rule that differs
+#   Kubeflow Trainer v2.2.1: what the rules read about the release. Each rule that differs
 #   between releases keeps its own table keyed by `name`.
 package lib.trainer.profile
 

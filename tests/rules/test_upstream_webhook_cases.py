@@ -28,8 +28,11 @@ commit (read_file id=N).
         trainingruntime_webhook_test.go TestValidateReplicatedJobs:
           szaher/trainer@b02eb5b27a4b5b08ccc5b946e1e08d8f3f31a5fe (required container, no launcher rule;
           kubeflow/trainer@6090bbe has a transitional table with both and stands for no release).
-  v2.2  jobset_test.go, torch_test.go TestTorchValidate, mpi_test.go TestValidate:
-          kubeflow/trainer@fba75718da8c67764856e69721dfee97a955998b (RuntimePatches, new-object suspend rule).
+  v2.2  jobset_test.go TestValidate: the v2.2.1 tag (the Go module github.com/kubeflow/trainer/v2@v2.2.1; issue 39):
+          v2.2.1 back-ported v2.3's old-or-new suspend rule, its message and the three atomic-update cases, which
+          are its only admission change from v2.2.0; the other cases are those of
+          kubeflow/trainer@fba75718da8c67764856e69721dfee97a955998b (v2.2.0's new-object rule), unchanged in the tag.
+        torch_test.go TestTorchValidate, mpi_test.go TestValidate: kubeflow/trainer@fba7571.
         trainingruntime_webhook_test.go: szaher/trainer@b02eb5b (the same four cases as
           kubeflow/trainer@3c8b998afa6b3e0a8979e8eda216f3c6c0b2164f without its post-v2.3 DRA claim cases).
         trainjob_webhook_test.go TestValidateCreate: kubeflow/trainer@09786c618f82ab617c625545d85b502aa56a9f4f.
@@ -57,9 +60,10 @@ Not replayed (no admission form, or no rule of this bundle covers it):
   - plugin cases with `info: nil` ("no action when info is nil"): the webhook always builds info.
   - post-v2.3 checks: DRA resourceClaims (runtime webhook and integration),
     the TrainingRuntime deprecation warning (first release unconfirmed); and checks no rule has yet (docs/upstream/
-    checks.md gaps P1, P2, P4): Flux flux-installer, Volcano queue/PriorityClass. The XGBoost plugin's table is only
+    checks.md gap P2): Volcano PriorityClass (the Volcano queue, Flux, v2.3 MPI and envInjection checks are catalog
+    cases of trainjob-ml-policy, checks.md P1, P3, P4, P7, M3, T11). The XGBoost plugin's table is only
     stored in a post-v2.3 copy; its reserved-env check is a catalog case of trainjob-ml-policy (checks.md P5).
-  - CRD OpenAPI schema checks without a rule here: storageUri patterns, command/args max length, negative
+  - CRD OpenAPI schema checks without a rule here: command/args max length, negative
     terminationGracePeriodSeconds, mlPolicy one-of and mpiImplementation enum (test/integration/webhooks/
     trainingruntime_webhook_test.go), negative coscheduling timeout (clustertrainingruntime_webhook_test.go).
   - the ClusterTrainingRuntime deprecation unit test at kubeflow/trainer@14e3b81: it labels the runtime with
@@ -263,8 +267,10 @@ def _jobset_cases(profile: str) -> list[Upstream]:
     path = f"spec.{field_name}"
     v23 = profile == "v2.3"
     patches = field_name == "runtimePatches"
+    # v2.2.1 back-ported v2.3's old-or-new suspend rule (the tag's jobset_test.go has its message and cases).
+    either_suspended = profile in ("v2.2", "v2.3")
     suspend_detail = f"{prefix} can only be modified when the TrainJob is suspended" + (
-        " before or after the update" if v23 else ""
+        " before or after the update" if either_suspended else ""
     )
     node_only = cluster_runtime([rjob("node", [c("node")])])
     with_dataset = cluster_runtime([rjob("dataset-initializer", [c("dataset-initializer")]), rjob("node", [c("node")])])
@@ -433,6 +439,7 @@ def _jobset_cases(profile: str) -> list[Upstream]:
     ]
     if v23:
         cases += _initializer_volume_mount_cases(profile, content_src)
+    if either_suspended:
         nodesel = override(profile, "node", {"nodeSelector": {"injected": "by-kueue"}})
         cases += [
             m(
@@ -1641,13 +1648,19 @@ def _integration_cases(profile: str) -> list[Upstream]:
             old=tgps_old,
             new=updated(tgps_old, runtimePatches=tgps(600)),
             cluster=marker,
+            # v2.3's CRD makes the patch's terminationGracePeriodSeconds immutable (the Invalid upstream's marker
+            # test expects); the unsuspended change is also one the JobSet plugin forbids.
             expected=(
                 Err(
                     MUTABILITY,
                     "spec.runtimePatches",
                     "Forbidden",
-                    "RuntimePatches can only be modified when the TrainJob is suspended"
-                    + (" before or after the update" if profile == "v2.3" else ""),
+                    "RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+                ),
+                *(
+                    (Err(IMMUTABLE, f"{SA_PATH}.terminationGracePeriodSeconds", "Invalid", immutable),)
+                    if profile == "v2.3"
+                    else ()
                 ),
             ),
         ),
@@ -1744,6 +1757,6 @@ def test_upstream_case(tmp_path, case: Upstream):
 def test_every_profile_replays_upstream_cases():
     """Each profile replays the tables of its own release line; every id is unique."""
     counts = {p: sum(1 for c in CASES if c.profile == p) for p in ("v2.0", "v2.1", "v2.2", "v2.3")}
-    assert counts == {"v2.0": 67, "v2.1": 39, "v2.2": 75, "v2.3": 87}, counts
+    assert counts == {"v2.0": 67, "v2.1": 39, "v2.2": 78, "v2.3": 87}, counts
     assert len({c.id for c in CASES}) == len(CASES)
     assert {c.profile for c in CASES} == {p.name for p in generated_profiles()}

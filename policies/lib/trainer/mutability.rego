@@ -14,11 +14,11 @@ import data.lib.trainer.semantic
 # title: releases
 # description: >-
 #   The name each release's messages give the override list, and whose spec.suspend counts: the new object's
-#   (v2.0 to v2.2) or either object's (v2.3).
+#   (v2.0, v2.1, and v2.2.0) or either object's (v2.2.1, which back-ported it, and v2.3).
 releases := {
 	"v2.0": {"prefix": "PodSpecOverrides", "suspend_rule": "new"},
 	"v2.1": {"prefix": "PodTemplateOverrides", "suspend_rule": "new"},
-	"v2.2": {"prefix": "RuntimePatches", "suspend_rule": "new"},
+	"v2.2": {"prefix": "RuntimePatches", "suspend_rule": "old_or_new"},
 	"v2.3": {"prefix": "RuntimePatches", "suspend_rule": "old_or_new"},
 }
 
@@ -40,7 +40,7 @@ suspended(obj) if review.get(obj, ["spec", "suspend"], null) == true
 
 # METADATA
 # title: suspend_rule_holds
-# description: The new object (v2.3 also the old one) is suspended (spec.suspend exactly true).
+# description: The new object (v2.2+ also the old one) is suspended (spec.suspend exactly true).
 suspend_rule_holds if suspended(review.new_object)
 
 suspend_rule_holds if {

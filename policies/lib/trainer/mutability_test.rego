@@ -33,3 +33,7 @@ test_details_name_the_list_as_the_release_does if {
 	startswith(suspend_detail, sprintf("%s can only be modified when the TrainJob is suspended", [settings.prefix]))
 	active_detail("node") == sprintf("%s cannot be modified when the JobSet's ReplicatedJob node is still active", [settings.prefix])
 }
+
+test_v2_2_1_back_ported_the_before_or_after_rule if {
+	settings.suspend_rule == object.get({"v2.2": "old_or_new", "v2.3": "old_or_new"}, profile.name, "new")
+}

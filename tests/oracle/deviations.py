@@ -27,8 +27,8 @@ def load(path: Path = DATA) -> list[Deviation]:
         missing = [k for k in KEYS if k not in entry]
         if missing:
             raise ValueError(f"{path}: entry {i}: missing {', '.join(missing)}")
-        if entry["status"] not in STATUSES or entry["side"] not in ("oracle", "policy"):
-            raise ValueError(f"{path}: {entry['id']}: status must be one of {STATUSES}, side oracle or policy")
+        if entry["status"] not in STATUSES or entry["side"] not in ("oracle", "policy", "both"):
+            raise ValueError(f"{path}: {entry['id']}: status must be one of {STATUSES}, side oracle, policy or both")
         if entry["id"] in seen:
             raise ValueError(f"{path}: {entry['id']}: listed twice")
         seen.add(entry["id"])

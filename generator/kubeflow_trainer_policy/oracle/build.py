@@ -109,7 +109,7 @@ def _build(tag: str, cache: Path, binary: Path) -> None:
     started = time.monotonic()
     tmp = binary.with_name(binary.name + ".tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    command = ["go", "build", "-v", "-trimpath", "-o", str(tmp), "."]
+    command = ["go", "build", "-v", "-o", str(tmp), "."]
     process = subprocess.Popen(command, cwd=work, env=env, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     lines: list[str] = []

@@ -41,10 +41,11 @@ class Deviation:
     the rules being closed on another branch: a bug until then)."""
     profiles: tuple[str, ...]
     side: str
+    """`oracle`, `policy` or `both` (a field error each side words differently)."""
     field: str
     type: str
     detail: str
-    """A regular expression the whole detail must match."""
+    """A regular expression the whole detail must match (field too is a regular expression)."""
     reason: str
     example: dict[str, Any]
     """A minimal request that shows it: {operation, object, oldObject?, objects}."""
@@ -53,7 +54,7 @@ class Deviation:
         f, t, d = difference.error
         return (
             profile in self.profiles
-            and difference.side == self.side
+            and self.side in (difference.side, "both")
             and re.fullmatch(self.field, f) is not None
             and t == self.type
             and re.fullmatch(self.detail, d, re.DOTALL) is not None
@@ -126,7 +127,10 @@ class Differential:
 
     def judge(self, review: dict[str, Any], objects: list[dict[str, Any]], deviations: list[Deviation]) -> Verdict:
         oracle = self.oracle.decide(review, objects)
-        policy = policy_decision(self.runner, review, objects)
+        # Gatekeeper, like every validating webhook, gets the object after the API server applied the CRD's
+        # defaults: the policies judge the oracle's defaulted objects.
+        defaulted = {**review, "request": {**review["request"], **(oracle.defaulted or {})}}
+        policy = policy_decision(self.runner, defaulted, objects)
         return compare(self.profile, oracle, policy, deviations)
 
     def close(self) -> None:

@@ -35,6 +35,8 @@ class Decision:
     errors: frozenset[FieldError]
     message: str = ""
     warnings: tuple[str, ...] = ()
+    defaulted: dict[str, Any] | None = None
+    """The request's object and oldObject as the API server hands them to webhooks (CRD defaults applied)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -84,7 +86,8 @@ class Oracle:
             (e["field"], GO_ERROR_TYPES.get(e["type"], e["type"]), e["detail"]) for e in body.get("errors") or []
         )
         warnings = tuple(body.get("warnings") or ())
-        return Decision(bool(body["allowed"]), errors, body.get("message", ""), warnings)
+        defaulted = {key: body[key] for key in ("object", "oldObject") if body.get(key) is not None}
+        return Decision(bool(body["allowed"]), errors, body.get("message", ""), warnings, defaulted)
 
     def close(self) -> None:
         if self._process is not None:

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -30,7 +31,7 @@ func validateRuntime(ctx context.Context, req *admissionv1.AdmissionRequest) (ad
 	return validateTyped(ctx, req, &webhooks.ClusterTrainingRuntimeValidator{}, func() *trainer.ClusterTrainingRuntime { return &trainer.ClusterTrainingRuntime{} })
 }
 
-func validateTyped[T any](ctx context.Context, req *admissionv1.AdmissionRequest, v admission.Validator[T], mk func() T) (admission.Warnings, error) {
+func validateTyped[T apiruntime.Object](ctx context.Context, req *admissionv1.AdmissionRequest, v admission.Validator[T], mk func() T) (admission.Warnings, error) {
 	newObj := mk()
 	if err := json.Unmarshal(req.Object.Raw, newObj); err != nil {
 		return nil, err

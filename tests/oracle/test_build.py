@@ -29,5 +29,5 @@ def test_a_compiler_error_is_its_last_line() -> None:
 
 
 def test_a_tag_without_its_module_folder_is_refused() -> None:
-    with pytest.raises(build.OracleBuildError, match="no oracle module for Trainer v9.9.9"):
+    with pytest.raises(build.OracleBuildError, match=r"no oracle module for Trainer v9\.9\.9"):
         build.tag_files("v9.9.9")

@@ -43,6 +43,8 @@ def load(path: Path = DATA) -> list[Deviation]:
                 detail=entry["detail"],
                 reason=" ".join(entry["reason"].split()),
                 example=entry["example"],
+                when_oracle=entry.get("when_oracle", ""),
+                when_policy=entry.get("when_policy", ""),
             )
         )
     return out
@@ -75,16 +77,19 @@ def render(deviations: list[Deviation]) -> str:
             continue
         lines += ["| id | profiles | side | field | type | detail (regex) | reason |", "|---|---|---|---|---|---|---|"]
         for d in rows:
-            cells = [d.id, " ".join(d.profiles), d.side, f"`{d.field}`", d.type, f"`{d.detail}`", d.reason]
+            reason = d.reason + (f" (only when the Trainer reports `{d.when_oracle}`)" if d.when_oracle else "")
+            reason += f" (only when the policies report `{d.when_policy}`)" if d.when_policy else ""
+            cells = [d.id, " ".join(d.profiles), d.side, f"`{d.field}`", f"`{d.type}`", f"`{d.detail}`", reason]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
-def example_request(deviation: Deviation) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def example_request(deviation: Deviation, profile: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The deviation's example for the profile: `example` is one request, or a request per profile."""
     from tests.oracle.strategies import review_of
 
-    ex = deviation.example
+    ex = deviation.example if "operation" in deviation.example else deviation.example[profile]
     return review_of(ex["operation"], ex["object"], ex.get("oldObject")), list(ex.get("objects") or [])
 
 

@@ -31,6 +31,7 @@ MANAGED_BY = (None, "trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/
 NAMES = ("job", "j", "job-2", "a" * 63, "a" * 64, "Job", "2job", "job-", "my.job")
 RESERVED_ENVS = ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_PORT", "OMPI_MCA_orte_keep_fqdn_hostnames", "FOO")
 NUM_PROC = (None, "auto", "cpu", "gpu", "two", 1, 4)
+NUM_PROC_INT = (None, 1, 4, 0)
 STORAGE_URIS = ("hf://org/model", "s3://bucket/key", "pvc://claim/path", "not-a-uri")
 ML_POLICIES = (
     {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
@@ -115,7 +116,7 @@ def overrides(draw: st.DrawFn, p: Profile) -> list[dict[str, Any]] | None:
         return None
     entries = []
     for i in range(draw(st.integers(0, 2))):
-        jobs = draw(st.lists(st.sampled_from([*JOB_NAMES, "ghost"]), min_size=1, max_size=2))
+        jobs = draw(st.lists(st.sampled_from([*JOB_NAMES, "ghost"]), min_size=1, max_size=2, unique=draw(st.integers(0, 7)) > 0))
         containers = None
         if draw(st.booleans()):
             containers = [
@@ -155,7 +156,8 @@ def trainjobs(draw: st.DrawFn, p: Profile, runtime_names: tuple[str, ...]) -> di
         nodes = draw(st.sampled_from([None, 1, 2, 3]))
         if nodes is not None:
             trainer["numNodes"] = nodes
-        npn = draw(st.sampled_from(NUM_PROC))
+        # v2.2+ types numProcPerNode as an integer: a string there is the schema's to refuse, before any webhook.
+        npn = draw(st.sampled_from(NUM_PROC if p.name in ("v2.0", "v2.1") else NUM_PROC_INT))
         if npn is not None:
             trainer["numProcPerNode"] = npn
         envs = draw(st.lists(st.sampled_from(RESERVED_ENVS), max_size=2, unique=True))
@@ -233,7 +235,9 @@ def changed(draw: st.DrawFn, p: Profile, new: dict[str, Any], runtime_names: tup
 @st.composite
 def trainjob_requests(draw: st.DrawFn, p: Profile) -> Request:
     cluster = []
-    for kind in draw(st.lists(st.sampled_from(RUNTIME_KINDS), min_size=0, max_size=2, unique=True)):
+    # Mostly both kinds present: a kind with no object at all is one Gatekeeper cannot tell from an unsynced kind.
+    kinds = RUNTIME_KINDS if draw(st.integers(0, 3)) else draw(st.lists(st.sampled_from(RUNTIME_KINDS), unique=True))
+    for kind in kinds:
         cluster.append(draw(runtimes(kind=kind)))
     names = tuple(sorted({rt["metadata"]["name"] for rt in cluster})) or ("torch-distributed",)
     new = draw(trainjobs(p, names))

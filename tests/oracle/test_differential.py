@@ -59,6 +59,7 @@ def test_generated_requests_agree_with_the_trainer(differentials: dict[str, Diff
 
     @settings(
         max_examples=SAMPLE,
+        derandomize=True,  # the same sample every run: `make test` does not flicker; the campaign varies seeds
         deadline=None,
         database=None,
         phases=[Phase.generate],
@@ -75,8 +76,8 @@ def test_generated_requests_agree_with_the_trainer(differentials: dict[str, Diff
 @pytest.mark.parametrize("deviation", DEVIATIONS, ids=lambda d: d.id)
 def test_each_listed_deviation_still_occurs(differentials: dict[str, Differential], deviation) -> None:
     """The list is exact: a deviation whose example no longer shows it (fixed, or moved) must leave the list."""
-    review, objects = deviation_list.example_request(deviation)
     for name in deviation.profiles:
+        review, objects = deviation_list.example_request(deviation, name)
         verdict = _differential(differentials, name).judge(review, objects, DEVIATIONS)
         ids = set(verdict.explained.values())
         report = _report(verdict, Request(review, objects))

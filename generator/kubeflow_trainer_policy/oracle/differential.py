@@ -45,18 +45,29 @@ class Deviation:
     field: str
     type: str
     detail: str
-    """A regular expression the whole detail must match (field too is a regular expression)."""
+    """A regular expression the whole detail must match (field and type too are regular expressions)."""
     reason: str
     example: dict[str, Any]
     """A minimal request that shows it: {operation, object, oldObject?, objects}."""
+    when_oracle: str = ""
+    """If set, it applies only when the Trainer also reports an error whose detail matches this expression."""
+    when_policy: str = ""
+    """If set, it applies only when the policies also report an error whose detail matches this expression."""
 
-    def matches(self, profile: str, difference: Difference) -> bool:
+    def matches(
+        self, profile: str, difference: Difference, oracle: Decision | None = None, policy: Decision | None = None
+    ) -> bool:
         f, t, d = difference.error
+        for pattern, decision in ((self.when_oracle, oracle), (self.when_policy, policy)):
+            if pattern and not (
+                decision is not None and any(re.fullmatch(pattern, x, re.DOTALL) for _, _, x in decision.errors)
+            ):
+                return False
         return (
             profile in self.profiles
             and self.side in (difference.side, "both")
             and re.fullmatch(self.field, f) is not None
-            and t == self.type
+            and re.fullmatch(self.type, t) is not None
             and re.fullmatch(self.detail, d, re.DOTALL) is not None
         )
 
@@ -69,6 +80,9 @@ class Verdict:
     differences: list[Difference]
     explained: dict[Difference, str] = field(default_factory=dict)
     """Each explained difference -> the id of the deviation that explains it."""
+    skipped: bool = False
+    """Not compared: the CRD's schema rejects the object before any webhook (the Trainer's or Gatekeeper's) sees
+    it."""
 
     @property
     def unexplained(self) -> list[Difference]:
@@ -99,6 +113,8 @@ def policy_decision(runner: Any, review: dict[str, Any], objects: list[dict[str,
 
 
 def compare(profile: str, oracle: Decision, policy: Decision, deviations: list[Deviation]) -> Verdict:
+    if oracle.schema_rejected:
+        return Verdict(profile, oracle, policy, [], skipped=True)
     differences = [Difference("oracle", e) for e in sorted(oracle.errors - policy.errors)]
     differences += [Difference("policy", e) for e in sorted(policy.errors - oracle.errors)]
     if oracle.allowed != policy.allowed and not differences:
@@ -107,7 +123,7 @@ def compare(profile: str, oracle: Decision, policy: Decision, deviations: list[D
     verdict = Verdict(profile, oracle, policy, differences)
     for difference in differences:
         for deviation in deviations:
-            if deviation.matches(profile, difference):
+            if deviation.matches(profile, difference, oracle, policy):
                 verdict.explained[difference] = deviation.id
                 break
     return verdict

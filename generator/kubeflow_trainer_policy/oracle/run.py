@@ -25,6 +25,12 @@ GO_ERROR_TYPES = {
 }
 """field.ErrorType (Go) -> the type word of the project's violations (lib.trainer.violations)."""
 
+SCHEMA_BLOCKING = frozenset(
+    {"FieldValueTypeInvalid", "FieldValueRequired", "FieldValueNotSupported", "FieldValueTooLong", "FieldValueTooMany"}
+)
+"""The schema errors after which the API server does not even run the CRD's CEL rules (customresource strategy's
+hasBlockingErr), nor, a fortiori, the admission webhooks."""
+
 FieldError = tuple[str, str, str]
 """(field, type, detail); field and type are "" for an error that is not a field.Error."""
 
@@ -37,6 +43,9 @@ class Decision:
     warnings: tuple[str, ...] = ()
     defaulted: dict[str, Any] | None = None
     """The request's object and oldObject as the API server hands them to webhooks (CRD defaults applied)."""
+    schema_rejected: bool = False
+    """The CRD's OpenAPI schema rejects the object outright (a wrong type, a missing required field, ...): the API
+    server answers before any validating webhook, the Trainer's or Gatekeeper's, is called."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -87,7 +96,12 @@ class Oracle:
         )
         warnings = tuple(body.get("warnings") or ())
         defaulted = {key: body[key] for key in ("object", "oldObject") if body.get(key) is not None}
-        return Decision(bool(body["allowed"]), errors, body.get("message", ""), warnings, defaulted)
+        rejected = any(
+            (e.get("source") == "crd" and e["type"] in SCHEMA_BLOCKING)
+            or (e.get("source") == "webhook" and not e["field"] and e["detail"].startswith("json: "))
+            for e in body.get("errors") or []
+        )
+        return Decision(bool(body["allowed"]), errors, body.get("message", ""), warnings, defaulted, rejected)
 
     def close(self) -> None:
         if self._process is not None:

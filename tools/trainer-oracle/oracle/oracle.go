@@ -117,7 +117,9 @@ func evaluate(line []byte) (out output) {
 		}
 		warnings, err = validateTrainJob(ctx, runtimes, req)
 	case trainer.TrainingRuntimeKind, trainer.ClusterTrainingRuntimeKind:
-		warnings, err = validateRuntime(ctx, req)
+		if !selectorSkips(req) {
+			warnings, err = validateRuntime(ctx, req)
+		}
 	default:
 		return output{Allowed: true, Errors: []fieldError{}}
 	}

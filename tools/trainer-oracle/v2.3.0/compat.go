@@ -48,3 +48,24 @@ func validateTyped[T apiruntime.Object](ctx context.Context, req *admissionv1.Ad
 	}
 	return nil, nil
 }
+
+// selectorSkips is the objectSelector v2.3.0's webhook configuration puts on both runtime webhooks
+// (manifests/base/webhook/patch_validating.yaml): `trainer.kubeflow.org/webhook-validation NotIn [disabled]`. The
+// API server calls the webhook when the object or the old object matches it.
+func selectorSkips(req *admissionv1.AdmissionRequest) bool {
+	matches := func(raw []byte) bool {
+		if raw == nil {
+			return false
+		}
+		var obj struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return true
+		}
+		return obj.Metadata.Labels["trainer.kubeflow.org/webhook-validation"] != "disabled"
+	}
+	return !matches(req.Object.Raw) && !matches(req.OldObject.Raw)
+}

@@ -116,7 +116,9 @@ def overrides(draw: st.DrawFn, p: Profile) -> list[dict[str, Any]] | None:
         return None
     entries = []
     for i in range(draw(st.integers(0, 2))):
-        jobs = draw(st.lists(st.sampled_from([*JOB_NAMES, "ghost"]), min_size=1, max_size=2, unique=draw(st.integers(0, 7)) > 0))
+        # Now and then one job twice in an entry: the list-map keys of v2.2+ refuse that before any webhook.
+        twice = draw(st.integers(0, 7)) == 0
+        jobs = draw(st.lists(st.sampled_from([*JOB_NAMES, "ghost"]), min_size=1, max_size=2, unique=not twice))
         containers = None
         if draw(st.booleans()):
             containers = [

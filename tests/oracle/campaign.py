@@ -25,6 +25,17 @@ from tests.oracle import deviations as deviation_list
 from tests.oracle.strategies import Request, profile, requests
 
 
+def save_witnesses(report: dict, corpus: Path, folder: Path) -> None:
+    """The smallest witness of each reached check, as tests/oracle/witnesses/<profile>-<id>.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for check_id in report["checks_reached"]:
+        files = sorted((corpus / "witnesses" / check_id).glob("*.json"), key=lambda p: p.stat().st_size)
+        body = json.loads(files[0].read_text())
+        name = report["profile"]
+        witness = {"profile": name, "check": check_id, "review": body["review"], "objects": body["objects"]}
+        (folder / f"{name}-{check_id}.json").write_text(json.dumps(witness, indent=1, sort_keys=True) + "\n")
+
+
 def run_profile(name: str, count: int, corpus: Path, seed_value: int) -> dict:
     deviations = deviation_list.load()
     checks = [c for c in check_table.load() if RELEASE_OF_PROFILE[name] in c.tags]
@@ -48,11 +59,19 @@ def run_profile(name: str, count: int, corpus: Path, seed_value: int) -> dict:
         verdict = differential.judge(request.review, request.objects, deviations)
         stats["requests"] += 1
         stats["denied by the Trainer"] += not verdict.oracle.allowed
+        stats["not compared (schema refuses)"] += verdict.skipped
         for check in checks:
             if len(reached[check.id]) < 3 and check.reached_by(verdict.oracle):
                 reached[check.id].append(
                     write_case(corpus / "witnesses" / check.id, verdict, request.review, request.objects).name
                 )
+        if stats["requests"] % 1000 == 0:
+            print(
+                f"{name}: {stats['requests']} requests, {len(unexplained)} unexplained "
+                f"({time.monotonic() - started:.0f}s)",
+                file=sys.stderr,
+                flush=True,
+            )
         if verdict.agrees:
             return
         path = write_case(corpus, verdict, request.review, request.objects)
@@ -61,13 +80,6 @@ def run_profile(name: str, count: int, corpus: Path, seed_value: int) -> dict:
             seen[deviation_id] += 1
         if verdict.unexplained:
             unexplained.append(path.name)
-        if stats["requests"] % 1000 == 0:
-            print(
-                f"{name}: {stats['requests']} requests, {len(unexplained)} unexplained "
-                f"({time.monotonic() - started:.0f}s)",
-                file=sys.stderr,
-                flush=True,
-            )
 
     try:
         one()
@@ -94,11 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=Path("oracle-corpus"), help="folder of disagreements")
     parser.add_argument("--profiles", nargs="+", default=list(RELEASE_OF_PROFILE), choices=list(RELEASE_OF_PROFILE))
     parser.add_argument("--seed", type=int, default=39)
+    parser.add_argument(
+        "--witnesses", type=Path, help="also write each reached check's smallest request here (tests/oracle/witnesses)"
+    )
     args = parser.parse_args(argv)
     reports = []
     for name in args.profiles:
         report = run_profile(name, args.requests, args.corpus / name, args.seed)
         reports.append(report)
+        if args.witnesses:
+            save_witnesses(report, args.corpus / name, args.witnesses)
         print(json.dumps(report, indent=1), flush=True)
     (args.corpus).mkdir(parents=True, exist_ok=True)
     (args.corpus / "report.json").write_text(json.dumps(reports, indent=1) + "\n")

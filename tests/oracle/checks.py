@@ -85,13 +85,14 @@ def render_section(checks: list[Check], found: dict[tuple[str, str], Path]) -> s
         "",
         "Issue 39, item 4. For each check the Trainer oracle (`tools/trainer-oracle`) can show, the generated request",
         "of the differential campaign that exercises it in each profile (files in `tests/oracle/witnesses/`, replayed",
-        "by `tests/oracle/test_checks.py`); `not reached` where no generated request did. Checks the oracle cannot",
+        "by `tests/oracle/test_checks.py`); `not reached` where no generated request did (`not run`: no campaign recorded for that profile yet). Checks the oracle cannot",
         "show (the webhook configuration, OpenAPI markers, checks named by code rather than message) are left out.",
         "Rewritten by `python -m tests.oracle.checks` from the witness files.",
         "",
         "| id | " + " | ".join(RELEASE_OF_PROFILE) + " |",
         "|---|" + "---|" * len(RELEASE_OF_PROFILE),
     ]
+    run = {profile for profile, _ in found}
     for check in checks:
         if not check.observable:
             continue
@@ -99,6 +100,8 @@ def render_section(checks: list[Check], found: dict[tuple[str, str], Path]) -> s
         for profile, tag in RELEASE_OF_PROFILE.items():
             if tag not in check.tags:
                 cells.append("—")
+            elif profile not in run:
+                cells.append("not run")
             elif (profile, check.id) in found:
                 cells.append(f"`{found[(profile, check.id)].name}`")
             else:

@@ -4,6 +4,7 @@ profile (tests/oracle/witnesses); each still does, on the Trainer oracle of that
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,9 +25,18 @@ def test_checks_page_names_the_current_witnesses() -> None:
     ), "docs/upstream/checks.md's oracle section is stale: run `python -m tests.oracle.checks`"
 
 
+@pytest.fixture(scope="module")
+def oracles() -> Iterator[dict[str, Oracle]]:
+    pool: dict[str, Oracle] = {}
+    yield pool
+    for oracle in pool.values():
+        oracle.close()
+
+
 @pytest.mark.parametrize(("profile", "check_id"), sorted(WITNESSES), ids=lambda x: x)
-def test_witness_still_reaches_its_check(profile: str, check_id: str) -> None:
+def test_witness_still_reaches_its_check(oracles: dict[str, Oracle], profile: str, check_id: str) -> None:
     body = json.loads(WITNESSES[(profile, check_id)].read_text())
-    with Oracle(RELEASE_OF_PROFILE[profile]) as oracle:
-        decision = oracle.decide(body["review"], body["objects"])
+    if profile not in oracles:
+        oracles[profile] = Oracle(RELEASE_OF_PROFILE[profile])
+    decision = oracles[profile].decide(body["review"], body["objects"])
     assert CHECKS[check_id].reached_by(decision), f"{profile} {check_id}: {decision.as_json()}"

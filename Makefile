@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install tools build test lint bench clean
+.PHONY: install tools build test lint bench clean oracle
 
 $(STAMP): pyproject.toml requirements/opa-engine.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,20 @@ build: tools
 ## so their one-time builds show their progress here rather than inside a test.
 test: tools
 	$(BIN)/python -m kubeflow_trainer_policy.cel.toolchain
+	$(BIN)/python -m kubeflow_trainer_policy.oracle.build
 	$(BIN)/python -m pytest
+
+## oracle: the long differential campaign (issue 39): ORACLE_REQUESTS generated requests per profile judged by the
+## Trainer's own webhooks and CRD validation of the profile's release (tools/trainer-oracle, built once per tag
+## from the Go module proxy into ~/.cache/kubeflow-trainer-policy/trainer-oracle) and by the profile's bundle.
+## Every disagreement is written to ORACLE_CORPUS/<profile>/ as JSON, with ORACLE_CORPUS/report.json; fails on
+## one that docs/upstream/deviations.md does not explain.
+ORACLE_REQUESTS ?= 100000
+ORACLE_CORPUS ?= oracle-corpus
+ORACLE_PROFILES ?= v2.0 v2.1 v2.2 v2.3
+oracle: install
+	$(BIN)/python -m kubeflow_trainer_policy.oracle.build
+	$(BIN)/python -m tests.oracle.campaign --requests $(ORACLE_REQUESTS) --corpus $(ORACLE_CORPUS) --profiles $(ORACLE_PROFILES)
 
 lint: install
 	$(BIN)/ruff check .

@@ -142,6 +142,22 @@ def cases(p: Profile) -> list[Case]:
             expected=() if RELEASES[p.name].honours_validation_disabled else (_replicas(0),),
         ),
         Case(
+            "validation_disabled_label_added_by_update",
+            "An UPDATE that adds the disabled label is validated: upstream's objectSelector matches the old object.",
+            disabled,
+            operation="UPDATE",
+            old_object=runtime([replicated_job("node", ancestor="trainer", replicas=3)]),
+            expected=(_replicas(0),),
+        ),
+        Case(
+            "validation_disabled_label_kept_by_update",
+            "An UPDATE of a runtime labelled disabled before and after is not validated in v2.3.",
+            disabled,
+            operation="UPDATE",
+            old_object=disabled,
+            expected=() if RELEASES[p.name].honours_validation_disabled else (_replicas(0),),
+        ),
+        Case(
             "ancestor_requires_container",
             "v2.1+: an ancestor-labelled job needs its container (node, dataset-initializer, model-initializer); "
             "an initContainer does not count.",

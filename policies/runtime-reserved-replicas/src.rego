@@ -10,7 +10,7 @@
 #   (upstream returns an error for each; replicatedJobs has no maxItems).
 # custom:
 #   id: runtime-reserved-replicas
-#   version: 1.6.1
+#   version: 1.6.2
 #   specSection: D
 #   rationale: >-
 #     The Trainer scales the trainer job through its parallelism (numNodes), not through JobSet replicas; more than
@@ -62,10 +62,20 @@ reserved(job) if {
 
 # METADATA
 # title: validated
-# description: Every runtime, but from v2.3 not one labelled trainer.kubeflow.org/webhook-validation=disabled.
+# description: >-
+#   Every runtime, but from v2.3 not one labelled trainer.kubeflow.org/webhook-validation=disabled. Upstream skips
+#   it with a webhook objectSelector, which Kubernetes matches against the object OR the old object: an UPDATE
+#   that adds or removes the label is still validated.
 validated if not settings.honours_validation_disabled
 
-validated if review.get(review.new_object, ["metadata", "labels", "trainer.kubeflow.org/webhook-validation"], null) != "disabled"
+validated if not validation_disabled(review.new_object)
+
+validated if {
+	review.is_update
+	not validation_disabled(review.old_object)
+}
+
+validation_disabled(obj) if review.get(obj, ["metadata", "labels", "trainer.kubeflow.org/webhook-validation"], null) == "disabled"
 
 required_container := {"trainer": "node", "dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer"}
 

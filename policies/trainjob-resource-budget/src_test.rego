@@ -11,10 +11,11 @@ limits := {
 }
 
 test_a_namespace_s_limit_replaces_the_default_per_resource if {
-	resource_limits == {
+	expected := {
 		"cpu": {"value": "8", "namespace": ""},
 		"nvidia.com/gpu": {"value": 16, "namespace": "team-b"},
-	} with input as create("team-b", limits)
+	}
+	resource_limits == expected with input as create("team-b", limits)
 	resource_limits["nvidia.com/gpu"] == {"value": 4, "namespace": ""} with input as create("team-a", limits)
 }
 

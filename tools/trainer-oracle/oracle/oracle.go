@@ -78,8 +78,11 @@ func main() {
 
 func evaluate(line []byte) (out output) {
 	defer func() {
+		// controller-runtime's webhook recovers a validator's panic into an error response, which the API server
+		// (failurePolicy Fail) turns into a denial: a denial here too, with the panic as its only error.
 		if r := recover(); r != nil {
-			out = output{Error: fmt.Sprintf("panic: %v", r)}
+			detail := fmt.Sprintf("panic: %v [recovered]", r)
+			out = output{Errors: []fieldError{{Detail: detail, Source: "webhook"}}, Message: detail}
 		}
 	}()
 	var in input
@@ -183,13 +186,17 @@ func validateTrainJob(ctx context.Context, runtimes map[string]runtime.Runtime, 
 	default:
 		return nil, nil
 	}
+	var pre field.ErrorList
+	if oldObj == nil {
+		pre = createChecks(newObj) // the checks a release's ValidateCreate makes before the lookup (compat.go)
+	}
 	key := runtime.RuntimeRefToRuntimeRegistryKey(newObj.Spec.RuntimeRef)
 	rt, ok := runtimes[key]
 	if !ok {
 		return nil, fmt.Errorf("unsupported runtime: %s", key)
 	}
 	warnings, errs := rt.ValidateObjects(ctx, oldObj, newObj)
-	return warnings, errs.ToAggregate()
+	return warnings, append(pre, errs...).ToAggregate()
 }
 
 func fieldErrors(err error, source string) []fieldError {

@@ -129,6 +129,8 @@ class _Process:
     argv: list[str]
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] | None = None
+    """The child's environment (None: this process's)."""
 
     def start(self) -> None:
         with self.log_path.open("ab") as log:
@@ -137,6 +139,7 @@ class _Process:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 start_new_session=True,  # own process group: stop() kills the whole group
                 preexec_fn=_die_with_parent,
             )

@@ -117,6 +117,7 @@ class Gatekeeper:
             "--operation=webhook",
             "--operation=audit",
             "--operation=status",
+            "--operation=generate",  # the template controller creates Constraint CRDs only with it
             f"--audit-interval={audit_interval_s}",
             f"--exempt-namespace={NAMESPACE}",
         ]

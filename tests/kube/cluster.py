@@ -87,6 +87,20 @@ class KubeApiError(KubeClusterError):
 class Binaries:
     kube_apiserver: Path
     etcd: Path
+    legacy: bool = True
+    """Kubernetes 1.20 (the Debian build): it takes --insecure-port, which 1.24 removed."""
+
+    @classmethod
+    def pinned(cls) -> Binaries:
+        """The pinned kube-apiserver of tools/versions.json (built by the installer), with the ensure script's etcd
+        (Debian's 3.4.23, which kube-apiserver 1.34 runs on)."""
+        from kubeflow_trainer_policy.pinned.install import install
+        from kubeflow_trainer_policy.pinned.versions import pins
+
+        tool = pins().kube_apiserver
+        if tool is None:
+            raise KubeClusterError("tools/versions.json pins no kubernetes")
+        return cls(install(tool), cls.resolve().etcd, legacy=False)
 
     @classmethod
     def resolve(cls) -> Binaries:
@@ -373,7 +387,7 @@ class KubeCluster:
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={apiserver_port}",
-                "--insecure-port=0",  # 1.20 would otherwise also listen on 127.0.0.1:8080
+                *(["--insecure-port=0"] if binaries.legacy else []),  # 1.20 would otherwise listen on :8080
                 f"--cert-dir={work / 'apiserver-certs'}",
                 f"--tls-cert-file={certs['server_cert']}",
                 f"--tls-private-key-file={certs['server_key']}",
@@ -388,7 +402,7 @@ class KubeCluster:
                 "--service-cluster-ip-range=10.96.0.0/24",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
-                "--logtostderr=true",
+                *(["--logtostderr=true"] if binaries.legacy else []),  # removed in 1.26; stderr is the default
                 "--v=1",
             ],
             work / "apiserver.log",

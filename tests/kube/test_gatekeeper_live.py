@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from kubeflow_trainer_policy.pinned.versions import Tool, pins
-from tests.kube.cluster import KINDS, KubeCluster
+from tests.kube.cluster import KINDS, Binaries, KubeCluster
 from tests.kube.gatekeeper import WEBHOOK_API, WEBHOOK_CONFIG, Gatekeeper
 from tests.kube.test_install import readme_install_block, run_script
 
@@ -52,8 +52,9 @@ def _releases() -> list[Tool]:
 
 @pytest.fixture(scope="module", params=_releases(), ids=lambda tool: tool.version)
 def gatekeeper(request: pytest.FixtureRequest) -> Iterator[Gatekeeper]:
-    """Its own API server: the session's carries the install test's stand-in Gatekeeper CRDs."""
-    with KubeCluster.start() as cluster:
+    """Its own API server, the pinned current one: the session's carries the install test's stand-in Gatekeeper
+    CRDs, and is Kubernetes 1.20."""
+    with KubeCluster.start(Binaries.pinned()) as cluster:
         manager = Gatekeeper.start(cluster, request.param)
         try:
             yield manager
@@ -158,7 +159,8 @@ def _review(profile: str, case: Case) -> list[str]:
         argv += ["--objects", *map(str, case.inventory)]
     proc = subprocess.run([*argv, "-o", "json", str(case.sample)], capture_output=True, text=True, check=False)
     assert proc.returncode in (0, 1), proc.stderr
-    result = json.loads(proc.stdout)["results"][0]
+    output = json.loads(proc.stdout)
+    result = output["results"][0] if "results" in output else output  # one object: its result alone
     return sorted(f"[{v['constraint']}] {v['msg']}" for v in result["violations"] if v["enforcementAction"] == "deny")
 
 
@@ -174,10 +176,17 @@ def _dry_run_create(cluster: KubeCluster, obj: dict[str, Any]) -> tuple[int, lis
     return response.status_code, None
 
 
-def _without_webhook(gatekeeper: Gatekeeper, objects: list[dict[str, Any]]) -> None:
+def _without_webhook(
+    gatekeeper: Gatekeeper, objects: list[dict[str, Any]], previous: list[dict[str, Any]] = ()
+) -> None:
+    """Store `objects` (and delete `previous`, the last case's, but Namespaces, which nothing here would finalize)
+    with the webhook unregistered; then wait until it answers again."""
     cluster = gatekeeper.cluster
     cluster.api("DELETE", f"{WEBHOOK_API}/{WEBHOOK_CONFIG}")
     try:
+        for obj in previous:
+            if obj.get("kind") != "Namespace":
+                cluster.api("DELETE", cluster._object_path(obj, with_name=True))
         for obj in objects:
             if obj.get("kind") == "Namespace" or obj["metadata"].get("namespace") is None:
                 pass
@@ -195,9 +204,10 @@ def test_webhook_decides_as_review(installed, gatekeeper: Gatekeeper) -> None:
     cluster = gatekeeper.cluster
     cluster.create_namespace("canary")
     compared, rejected_by_schema, mismatches = 0, [], []
+    stored: list[dict[str, Any]] = []
     for case in _create_cases(profile):
-        stored = [d for p in case.inventory for d in yaml.safe_load_all(p.read_text()) if d]
-        _without_webhook(gatekeeper, stored)
+        previous, stored = stored, [d for p in case.inventory for d in yaml.safe_load_all(p.read_text()) if d]
+        _without_webhook(gatekeeper, stored, previous)
         expected = _review(profile, case)
         obj = yaml.safe_load(case.sample.read_text())["request"]["object"]
         if obj["metadata"].get("namespace"):
@@ -221,3 +231,49 @@ def test_webhook_decides_as_review(installed, gatekeeper: Gatekeeper) -> None:
     )
     assert not mismatches, mismatches
     assert compared >= 20
+
+
+def test_audit_reports_a_stored_violation(installed, gatekeeper: Gatekeeper) -> None:
+    """A TrainJob stored while the webhook was away (its name is not a DNS-1035 label): Gatekeeper's audit puts it
+    on the Constraint's status with the message `review --audit` gives for it."""
+    profile, proc = installed
+    assert proc.returncode == 0, proc.stderr
+    folder = REPO / "bundles" / "gatekeeper" / profile / "trainjob-name" / "samples"
+    sample, inventory = folder / "audit-checked.yaml", folder / "cluster-1.yaml"
+    stored = yaml.safe_load(sample.read_text())
+    assert stored["kind"] == "TrainJob"
+    _without_webhook(gatekeeper, [d for d in yaml.safe_load_all(inventory.read_text()) if d] + [stored])
+    review = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "trainer-policy"),
+            "review",
+            "--engine",
+            "auto",
+            "--profile",
+            profile,
+            "--audit",
+            "--objects",
+            str(inventory),
+            "-o",
+            "json",
+            str(sample),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert review.returncode == 1, review.stdout + review.stderr
+    expected = [v["msg"] for v in json.loads(review.stdout)["violations"] if v["constraint"] == "trainjob-name"]
+    assert len(expected) == 1, review.stdout
+
+    def reported() -> list[dict[str, Any]]:
+        constraint = next(c for c in _constraints(gatekeeper.cluster) if c["metadata"]["name"] == "trainjob-name")
+        return [
+            v
+            for v in (constraint.get("status") or {}).get("violations", [])
+            if v.get("name") == stored["metadata"]["name"] and v.get("namespace") == stored["metadata"]["namespace"]
+        ]
+
+    violations = _wait("audit to report the stored TrainJob", reported)
+    assert [v["message"] for v in violations] == expected
+    assert violations[0]["kind"] == "TrainJob" and violations[0]["enforcementAction"] == "deny"

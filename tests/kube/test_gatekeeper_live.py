@@ -76,6 +76,9 @@ def _delete_templates(cluster: KubeCluster) -> None:
     cluster.api("DELETE", TEMPLATES_API)
     _wait("templates deleted", lambda: not cluster.api_ok("GET", TEMPLATES_API)["items"])
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    # Gatekeeper owns them by ownerReference; with no controller-manager, nothing garbage-collects them
+    for crd in cluster.api_ok("GET", crds, params={"labelSelector": "gatekeeper.sh/constraint=yes"})["items"]:
+        cluster.api("DELETE", f"{crds}/{crd['metadata']['name']}")
     _wait(
         "constraint kinds deleted",
         lambda: not cluster.api_ok("GET", crds, params={"labelSelector": "gatekeeper.sh/constraint=yes"})["items"],
@@ -274,6 +277,10 @@ def test_audit_reports_a_stored_violation(installed, gatekeeper: Gatekeeper) -> 
             if v.get("name") == stored["metadata"]["name"] and v.get("namespace") == stored["metadata"]["namespace"]
         ]
 
-    violations = _wait("audit to report the stored TrainJob", reported)
+    try:
+        violations = _wait("audit to report the stored TrainJob", reported)
+    except AssertionError as exc:
+        audit = [line[:400] for line in gatekeeper.log_text().splitlines() if '"audit"' in line or "audit" in line]
+        raise AssertionError(f"{exc}\n" + "\n".join(audit[-15:])) from None
     assert [v["message"] for v in violations] == expected
     assert violations[0]["kind"] == "TrainJob" and violations[0]["enforcementAction"] == "deny"

@@ -102,6 +102,8 @@ class Gatekeeper:
         shutil.copy(cluster.workdir / "apiserver.crt", certs / "tls.crt")
         shutil.copy(cluster.workdir / "apiserver.key", certs / "tls.key")
         shutil.copy(cluster.ca_file, certs / "ca.crt")
+        audit_cache = work / "audit"
+        audit_cache.mkdir(exist_ok=True)
         port, health_port = free_port(), free_port()
         argv = [
             str(binary),
@@ -119,6 +121,7 @@ class Gatekeeper:
             "--operation=status",
             "--operation=generate",  # the template controller creates Constraint CRDs only with it
             f"--audit-interval={audit_interval_s}",
+            f"--api-cache-dir={audit_cache}",  # the chart mounts an emptyDir at the default, /tmp/audit
             f"--exempt-namespace={NAMESPACE}",
         ]
         if not has_vap_api(cluster):

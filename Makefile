@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install tools build test lint bench clean oracle
+.PHONY: install tools build test e2e lint bench clean oracle
 
 $(STAMP): pyproject.toml requirements/opa-engine.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,11 +36,13 @@ build: tools
 	$(BIN)/ruff format --check .
 
 ## test: the whole pytest suite (real OPA engine, the pinned opa, gator, Regal and conftest, Kubernetes'
-## admission-policy code in tools/cel, real TLS, real kube-apiserver). The Go tools are installed (or reused) first,
+## admission-policy code in tools/cel, real TLS, real kube-apiserver; the oldest supported Gatekeeper's real manager
+## on the pinned kube-apiserver, both built once by `python -m kubeflow_trainer_policy.pinned.live`). The Go tools are installed (or reused) first,
 ## so their one-time builds show their progress here rather than inside a test.
 test: tools
 	$(BIN)/python -m kubeflow_trainer_policy.cel.toolchain
 	$(BIN)/python -m kubeflow_trainer_policy.oracle.build
+	$(BIN)/python -m kubeflow_trainer_policy.pinned.live
 	$(BIN)/python -m pytest
 
 ## oracle: the long differential campaign (issue 39): ORACLE_REQUESTS generated requests per profile judged by the
@@ -54,6 +56,12 @@ ORACLE_PROFILES ?= v2.0 v2.1 v2.2 v2.3
 oracle: install
 	$(BIN)/python -m kubeflow_trainer_policy.oracle.build
 	$(BIN)/python -m tests.oracle.campaign --requests $(ORACLE_REQUESTS) --corpus $(ORACLE_CORPUS) --profiles $(ORACLE_PROFILES)
+
+## e2e: the live Gatekeeper tests (-m gatekeeper: the README install, the webhook against review, audit) on every
+## supported Gatekeeper release whose manager builds from the module proxy, on the pinned kube-apiserver.
+e2e: tools
+	$(BIN)/python -m kubeflow_trainer_policy.pinned.live --all
+	KTP_GATEKEEPER=all $(BIN)/python -m pytest -m gatekeeper
 
 lint: install
 	$(BIN)/ruff check .

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytest_plugins = ["tests.kube.plugin"]
 
-SHARED_FIXTURES = {"kube_cluster": "kube", "project_wheel": "wheel"}
+SHARED_FIXTURES = {"kube_cluster": "kube", "project_wheel": "wheel", "gatekeeper": "gatekeeper"}
 """Session fixtures that start or build something heavy (a kube-apiserver and etcd; the project's wheel): every
 test using one runs on the same worker (`--dist loadgroup`), so the session does it once, not once per worker."""
 

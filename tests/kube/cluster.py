@@ -6,6 +6,11 @@ Authentication is a static token in the ``system:masters`` group; the server cer
 signed by a CA made here with ``cryptography``. Kubernetes 1.20 has no CEL and no
 ValidatingAdmissionPolicy, but it does call validating webhooks.
 
+``Binaries.pinned()`` takes instead the kube-apiserver that tools/versions.json pins (1.34, built by
+``python -m kubeflow_trainer_policy.pinned.live`` from tools/kube-apiserver) with the same etcd: the live
+Gatekeeper tests (tests/kube/test_gatekeeper_live.py) run on it. The session's ``kube_cluster`` stays on 1.20 for
+now: the suites that use it have not been run on 1.34 yet.
+
 Only the apiserver and etcd run: there is no controller-manager, so a deleted namespace stays
 ``Terminating`` forever and nothing garbage-collects owned objects. Use fresh namespace names.
 
@@ -88,6 +93,20 @@ class KubeApiError(KubeClusterError):
 class Binaries:
     kube_apiserver: Path
     etcd: Path
+    legacy: bool = True
+    """Kubernetes 1.20 (the Debian build): it takes --insecure-port, which 1.24 removed."""
+
+    @classmethod
+    def pinned(cls) -> Binaries:
+        """The pinned kube-apiserver of tools/versions.json (built by the installer), with the ensure script's etcd
+        (Debian's 3.4.23, which kube-apiserver 1.34 runs on)."""
+        from kubeflow_trainer_policy.pinned.install import install
+        from kubeflow_trainer_policy.pinned.versions import pins
+
+        tool = pins().kube_apiserver
+        if tool is None:
+            raise KubeClusterError("tools/versions.json pins no kubernetes")
+        return cls(install(tool), cls.resolve().etcd, legacy=False)
 
     @classmethod
     def resolve(cls) -> Binaries:
@@ -130,6 +149,8 @@ class _Process:
     argv: list[str]
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] | None = None
+    """The child's environment (None: this process's)."""
 
     def start(self) -> None:
         with self.log_path.open("ab") as log:
@@ -138,6 +159,7 @@ class _Process:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 start_new_session=True,  # own process group: stop() kills the whole group
                 preexec_fn=_die_with_parent,
             )
@@ -371,7 +393,7 @@ class KubeCluster:
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={apiserver_port}",
-                "--insecure-port=0",  # 1.20 would otherwise also listen on 127.0.0.1:8080
+                *(["--insecure-port=0"] if binaries.legacy else []),  # 1.20 would otherwise listen on :8080
                 f"--cert-dir={work / 'apiserver-certs'}",
                 f"--tls-cert-file={certs['server_cert']}",
                 f"--tls-private-key-file={certs['server_key']}",
@@ -386,7 +408,7 @@ class KubeCluster:
                 "--service-cluster-ip-range=10.96.0.0/24",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
-                "--logtostderr=true",
+                *(["--logtostderr=true"] if binaries.legacy else []),  # removed in 1.26; stderr is the default
                 "--v=1",
             ],
             work / "apiserver.log",

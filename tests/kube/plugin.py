@@ -14,9 +14,12 @@ from tests.kube.cluster import KubeCluster
 
 KUBE_MARKER = "kube: starts a real kube-apiserver + etcd on 127.0.0.1 (built from Debian packages)"
 
+GATEKEEPER_MARKER = "gatekeeper: runs a real Gatekeeper manager (pinned, built from its module) on the test API server"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", KUBE_MARKER)
+    config.addinivalue_line("markers", GATEKEEPER_MARKER)
 
 
 @pytest.fixture(scope="session")

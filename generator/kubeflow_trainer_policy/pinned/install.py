@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from kubeflow_trainer_policy.paths import PROJECT_ROOT
 from kubeflow_trainer_policy.pinned.versions import Tool
 
 NEEDS_GO = re.compile(r"requires go >= (1\.\d+(?:\.\d+)?)")
@@ -78,6 +79,17 @@ def _go_install(
     env = {**os.environ, "GOBIN": str(gobin), "GOWORK": "off"}
     if toolchain is not None:
         env["GOTOOLCHAIN"] = toolchain
+    if tool.module_dir is not None:
+        # The project's own module pins every requirement (go.mod and go.sum are in the repository): Go builds
+        # from them, read-only, and verifies every download against that go.sum.
+        return subprocess.run(
+            ["go", "install", "-mod=readonly", tool.package],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=PROJECT_ROOT / tool.module_dir,
+        )
     if not tool.go_sum and not through_module:
         return subprocess.run(
             ["go", "install", tool.spec], env=env, capture_output=True, text=True, check=False, cwd=gobin

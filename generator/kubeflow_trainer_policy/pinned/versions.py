@@ -16,6 +16,7 @@ OPA_MODULE = "github.com/open-policy-agent/opa"
 GATEKEEPER_MODULE = "github.com/open-policy-agent/gatekeeper/v3"
 REGAL_MODULE = "github.com/open-policy-agent/regal"
 CONFTEST_MODULE = "github.com/open-policy-agent/conftest"
+KUBERNETES_MODULE = "k8s.io/kubernetes"
 
 
 class VersionsError(Exception):
@@ -34,6 +35,10 @@ class Tool:
     go_sum: tuple[str, ...] = ()
     """go.sum lines for modules the checksum database does not answer for (installed through a module that
     requires this one, so that Go verifies against these lines)."""
+    module_dir: str | None = None
+    """A module of the project's (relative to its root) that requires this one with its own go.mod and go.sum:
+    `go install package` runs in it (kube-apiserver, whose staging modules Kubernetes replaces in its own go.mod,
+    which `go install pkg@version` refuses)."""
 
     @property
     def spec(self) -> str:
@@ -66,12 +71,22 @@ class GatekeeperRelease:
             return None
         return Tool("gator", GATEKEEPER_MODULE, f"{GATEKEEPER_MODULE}/cmd/gator", self.version, self.go_sum)
 
+    @property
+    def manager_tool(self) -> Tool | None:
+        """The Gatekeeper manager (webhook, audit, controllers): the module root's main package. Its source is
+        what gator's is, so it is unavailable exactly when gator is."""
+        if self.gator_unavailable:
+            return None
+        return Tool("gatekeeper", GATEKEEPER_MODULE, GATEKEEPER_MODULE, self.version, self.go_sum)
+
 
 @dataclass(frozen=True)
 class Pins:
     gatekeeper: tuple[GatekeeperRelease, ...]
     regal: Tool
     conftest: Tool
+    kube_apiserver: Tool | None = None
+    """The API server of the live tests (tools/kube-apiserver), if tools/versions.json pins one."""
 
     def opas(self) -> list[Tool]:
         """Each distinct OPA of the supported releases, oldest release first."""
@@ -82,6 +97,11 @@ class Pins:
 
     def gators(self) -> list[Tool]:
         return [tool for release in self.gatekeeper if (tool := release.gator_tool) is not None]
+
+    def managers(self) -> list[Tool]:
+        """Each supported release's Gatekeeper manager that can be built, oldest first (not in all_tools: `make
+        test` builds the oldest only, `make e2e` all of them)."""
+        return [tool for release in self.gatekeeper if (tool := release.manager_tool) is not None]
 
     def all_tools(self) -> list[Tool]:
         return [*self.opas(), self.regal, self.conftest, *self.gators()]
@@ -123,8 +143,22 @@ def load(path: Path = VERSIONS_FILE) -> Pins:
                 gator_unavailable=entry.get("gator_unavailable"),
             )
         )
+    kube_apiserver = None
+    kubernetes = data.get("kubernetes")
+    if kubernetes is not None:
+        if not isinstance(kubernetes, dict) or not isinstance(kubernetes.get("module_dir"), str):
+            raise VersionsError(f"{path}: kubernetes.module_dir: expected the folder of the kube-apiserver module")
+        version = _field(kubernetes, "version", "kubernetes", path)
+        kube_apiserver = Tool(
+            "kube-apiserver",
+            KUBERNETES_MODULE,
+            f"{KUBERNETES_MODULE}/cmd/kube-apiserver",
+            version,
+            module_dir=kubernetes["module_dir"],
+        )
     return Pins(
         gatekeeper=tuple(parsed),
+        kube_apiserver=kube_apiserver,
         regal=Tool("regal", REGAL_MODULE, REGAL_MODULE, _field(data, "regal", "(top)", path)),
         conftest=Tool("conftest", CONFTEST_MODULE, CONFTEST_MODULE, _field(data, "conftest", "(top)", path)),
     )

@@ -18,6 +18,6 @@ def free_port() -> int:
 def inventory_of(rule_folder: Path, case: str) -> Path:
     """The cluster objects file of a suite case (cases with the same objects share one samples/cluster-N.yaml)."""
     suite = next(p for p in (rule_folder / "suite.yaml", rule_folder / "external-data-suite.yaml") if p.is_file())
-    (test,) = yaml.safe_load(suite.read_text())["tests"]
-    (inventory,) = next(c["inventory"] for c in test["cases"] if c["name"] == case)
+    tests = yaml.safe_load(suite.read_text())["tests"]
+    (inventory,) = next(c["inventory"] for test in tests for c in test["cases"] if c["name"] == case)
     return rule_folder / inventory

@@ -119,8 +119,8 @@ def test_a_module_calling_external_data_stops_activation(built):
 
 
 def test_the_real_opa_refuses_what_gatekeeper_3_20_refused(built):
-    """main's lib podsets (a comprehension head using an argument no body expression uses): OPA 1.4.2's type
-    checker refuses it as Gatekeeper 3.20's OPA 1.7.1 did, so the bundle does not activate."""
+    """An old lib podsets (a comprehension head using an argument no body expression uses): the type checker of
+    the build's own OPA, Gatekeeper 3.20's 1.7.1, refuses it, so the bundle does not activate."""
     files = read_archive(built)
     files["lib/trainer/podsets.rego"] = files["lib/trainer/podsets.rego"].replace(
         b"{[k, name] | some name, value in values; not nanos.parse(value); k := kind}",

@@ -152,7 +152,7 @@ def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cach
     uid, so the second request reaches the provider and sees the JobSet that turned active."""
     from kubeflow_trainer_policy.catalog.trainjob_fixtures import default_runtime
     from kubeflow_trainer_policy.gatekeeper.review import request_from_document
-    from kubeflow_trainer_policy.paths import EXTERNAL_DATA_VARIANT, gatekeeper_bundle_dir
+    from kubeflow_trainer_policy.paths import external_data_bundle_dir
     from kubeflow_trainer_policy_provider.reader import Document
     from tests.admission import admission_review
 
@@ -162,7 +162,7 @@ def test_jobset_turning_active_between_requests_is_seen_despite_the_default_cach
         new = trainjob("job1", runtimeRef=ref, suspend=True, podSpecOverrides=[{"targetJobs": [{"name": "launcher"}]}])
         return request_from_document(Document("test", admission_review("UPDATE", new, old, uid=uid)))
 
-    policy_set = load_policy_set([gatekeeper_bundle_dir("v2.0") / EXTERNAL_DATA_VARIANT])
+    policy_set = load_policy_set([external_data_bundle_dir("v2.0")])
     provider = SwitchableProvider([jobset("job1", active={"node": 0})])
     cache = ResponseCache()  # Gatekeeper's default TTL, never expired in this test
     assert cache.ttl_seconds == 180

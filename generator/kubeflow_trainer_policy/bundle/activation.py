@@ -61,7 +61,9 @@ def activation_problems(
             raise InputError("opa", str(exc)) from exc
     if result.returncode == 0:
         return []
-    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()] or [f"exit {result.returncode}"]
+    # `opa run` without --server is the REPL, which prints an activation error on stdout, not stderr.
+    output = result.stderr if result.stderr.strip() else result.stdout
+    lines = [line.strip() for line in output.splitlines() if line.strip()] or [f"exit {result.returncode}"]
     return [f"OPA refuses to activate it: {' '.join(lines)}".replace(str(path), "bundle")]
 
 

@@ -199,7 +199,7 @@ def ensure_built(lib: Library | None = None, cache: Path | None = None) -> Path:
     binary = cache / "bin" / f"cel-{lib.name}-{source_key(lib)}"
     if builder._works(binary):
         return binary
-    with builder._locked(cache / f".lock-{lib.name}"):  # one build of a library at a time (worktrees share the cache)
+    with builder.locked(cache / f".lock-{lib.name}"):  # one build of a library at a time (worktrees share the cache)
         if not builder._works(binary):
             _build(lib, binary, cache)
     if not builder._works(binary):

@@ -95,11 +95,16 @@ def print_binary(tool: GoTool, find: Callable[[], Path]) -> int:
     return 0
 
 
-def cache_dir(tool: GoTool) -> Path:
+def project_cache_dir() -> Path:
+    """The project's cache: $KTP_CACHE_DIR, else kubeflow-trainer-policy under $XDG_CACHE_HOME or ~/.cache."""
     base = os.environ.get("KTP_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubeflow-trainer-policy"
     )
-    return Path(base) / tool.name
+    return Path(base)
+
+
+def cache_dir(tool: GoTool) -> Path:
+    return project_cache_dir() / tool.name
 
 
 def source_key(tool: GoTool) -> str:
@@ -125,7 +130,8 @@ def _works(binary: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """One builder or installer of a thing at a time, across processes (test workers, worktrees, a second make)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -141,7 +147,7 @@ def ensure_built(tool: GoTool, cache: Path | None = None, pins: Path | None = No
     binary = cache / "bin" / f"{tool.name}-{source_key(tool)}"
     if _works(binary):
         return binary
-    with _locked(cache / ".lock"):  # one build at a time across processes (worktrees share the cache)
+    with locked(cache / ".lock"):  # one build at a time across processes (worktrees share the cache)
         if _works(binary):
             return binary
         try:

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubeflow_trainer_policy.gotools.builder import GoTool, ToolchainError, _locked, cache_dir
+from kubeflow_trainer_policy.gotools.builder import GoTool, ToolchainError, cache_dir, locked
 from kubeflow_trainer_policy.paths import PROJECT_ROOT
 
 SOURCE = PROJECT_ROOT / "tools" / "trainer-oracle"
@@ -81,7 +81,7 @@ def ensure_built(tag: str, cache: Path | None = None) -> Path:
     binary = binary_path(tag, cache)
     if _works(binary, tag):
         return binary
-    with _locked(cache / f".lock-{tag}"):  # one build per tag across processes (worktrees share the cache)
+    with locked(cache / f".lock-{tag}"):  # one build per tag across processes (worktrees share the cache)
         if _works(binary, tag):
             return binary
         _build(tag, cache, binary)

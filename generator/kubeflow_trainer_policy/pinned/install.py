@@ -9,8 +9,6 @@ GOTOOLCHAIN naming that Go (which Go fetches from the proxy)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -19,9 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
+from kubeflow_trainer_policy.gotools.builder import locked, project_cache_dir
 from kubeflow_trainer_policy.paths import PROJECT_ROOT
 from kubeflow_trainer_policy.pinned.versions import Tool
 
@@ -34,10 +32,7 @@ class InstallError(Exception):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("KTP_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubeflow-trainer-policy"
-    )
-    return Path(base) / "tools"
+    return project_cache_dir() / "tools"
 
 
 def binary_path(tool: Tool, root: Path | None = None) -> Path:
@@ -46,18 +41,6 @@ def binary_path(tool: Tool, root: Path | None = None) -> Path:
 
 def log(message: str) -> None:
     print(f"[tools] {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One installer per tool version at a time (parallel test workers, a second `make`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _reason(output: str) -> str:
@@ -125,7 +108,7 @@ def install(tool: Tool, root: Path | None = None) -> Path:
     binary = binary_path(tool, root)
     if os.access(binary, os.X_OK):
         return binary
-    with _locked(binary.parent.with_name(f"{tool.version}.lock")):
+    with locked(binary.parent.with_name(f"{tool.version}.lock")):
         if os.access(binary, os.X_OK):
             return binary
         staging = binary.parent.with_name(f"{tool.version}.partial")
